@@ -1,0 +1,40 @@
+// memkit/config.hpp: build-time switches and portability macros (see docs/concepts.md).
+#pragma once
+
+#include <cstddef>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MEMKIT_ASAN 1
+#endif
+#endif
+#if !defined(MEMKIT_ASAN) && defined(__SANITIZE_ADDRESS__)
+#define MEMKIT_ASAN 1
+#endif
+
+#if defined(__GNUC__)
+#define MEMKIT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MEMKIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MEMKIT_NOINLINE __attribute__((noinline))
+#define MEMKIT_COLD __attribute__((cold))
+#else
+#define MEMKIT_LIKELY(x) (x)
+#define MEMKIT_UNLIKELY(x) (x)
+#define MEMKIT_NOINLINE
+#define MEMKIT_COLD
+#endif
+
+namespace memkit {
+
+/// Size of a cache line on the targets memkit is tuned for (x86-64, AArch64 server parts).
+/// libstdc++ 12 warns when `std::hardware_destructive_interference_size` is used in headers
+/// because its value may differ between translation units, so the value is fixed here.
+inline constexpr std::size_t cache_line_size = 64;
+
+/// Alignment every general-purpose strategy provides when the caller does not ask for more.
+inline constexpr std::size_t default_alignment = alignof(std::max_align_t);
+
+/// The page size assumed for alignment guarantees; strategies honour every power of two up to it.
+inline constexpr std::size_t page_size = 4096;
+
+} // namespace memkit

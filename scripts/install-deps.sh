@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages memkit's build, tests and benchmarks need, skipping those present.
+# Usage: scripts/install-deps.sh [test|bench|all]
+set -euo pipefail
+
+common=(cmake g++ make libgtest-dev libgmock-dev libbenchmark-dev libboost-dev libfoonathan-memory-dev)
+test_only=(clang clang-format valgrind)
+bench_only=(libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev python3 python3-matplotlib)
+
+case "${1:-all}" in
+  test) wanted=("${common[@]}" "${test_only[@]}") ;;
+  bench) wanted=("${common[@]}" "${bench_only[@]}") ;;
+  all) wanted=("${common[@]}" "${test_only[@]}" "${bench_only[@]}") ;;
+  *) echo "usage: $0 [test|bench|all]" >&2; exit 2 ;;
+esac
+
+missing=()
+for pkg in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "memkit: installing ${missing[*]}" >&2
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+"${sudo[@]}" apt-get update -q
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs what is missing, then builds and runs every test
+# twice — optimized, and with AddressSanitizer + UndefinedBehaviorSanitizer. Both builds also compile
+# every public header on its own as C++17 and as C++20, and the examples and packaging consumers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh test
+
+jobs=$(nproc)
+run_suite() { # name, cmake args...
+  local name=$1
+  shift
+  echo "== memkit tests: $name build ==" >&2
+  cmake -S . -B "build/test-$name" -DMEMKIT_WERROR=ON -DMEMKIT_BUILD_BENCHMARKS=OFF "$@" >/dev/null
+  cmake --build "build/test-$name" -j "$jobs"
+  ctest --test-dir "build/test-$name" -j "$jobs" --output-on-failure --timeout 300
+}
+
+run_suite release -DCMAKE_BUILD_TYPE=Release
+# Death tests fork; ASan's leak checker stays on for the rest.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run_suite asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+  -DMEMKIT_SANITIZE=address,undefined
+echo "memkit tests: release and sanitizer builds passed" >&2
