@@ -1,0 +1,17 @@
+// bench/multipool_bench.cpp: memkit::multipool against the peers in peers_bench.cpp.
+
+#include <memkit/multipool.hpp>
+
+#include "patterns.hpp"
+
+namespace memkit::bench {
+namespace {
+
+// Default options, as a general-purpose allocator is used; the size class is computed per call,
+// as it is for malloc and the std::pmr pools.
+using multipool_variant = resource_variant<multipool<>>;
+
+const bool registered = register_alloc_free<multipool_variant>("Multipool");
+
+} // namespace
+} // namespace memkit::bench
