@@ -1,0 +1,217 @@
+// memkit/array_pool.hpp: equal-size blocks of any size (even 1 byte) with a separate free stack.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "config.hpp"
+#include "detail/align.hpp"
+#include "error.hpp"
+#include "fixed_pool.hpp"
+#include "resource.hpp"
+#include "upstream.hpp"
+
+namespace memkit {
+
+/// A fixed number of equal-size blocks in one storage array, with the indices of returned blocks on
+/// a separate `std::uint32_t` stack. Blocks hold no links, so they can be 1, 2 or 4 bytes and pack
+/// densely. Both arrays come from the upstream on first use; blocks are carved lazily, so storage
+/// never handed out is never written. Not thread-safe.
+template <class Upstream = malloc_resource>
+class array_pool {
+  static_assert(is_resource_v<Upstream>, "array_pool<Upstream>: Upstream must be a resource");
+
+public:
+  /// \returns the default block alignment for `block_size`: its largest power-of-two divisor
+  /// (so blocks packed back to back all keep it), capped at `default_alignment`.
+  static constexpr std::size_t natural_alignment(std::size_t block_size) noexcept {
+    const std::size_t low = detail::lowest_bit(block_size == 0 ? 1 : block_size);
+    return low < default_alignment ? low : default_alignment;
+  }
+
+  /// \effects `array_pool(block_size, capacity, natural_alignment(block_size))`.
+  array_pool(std::size_t block_size, std::size_t capacity)
+      : array_pool(block_size, capacity, natural_alignment(block_size)) {}
+
+  /// \effects a pool of `capacity` blocks of `block_size` bytes (0 counts as 1) rounded up to a
+  /// multiple of `block_alignment`, every block aligned to it. Allocates nothing.
+  /// \throws bad_alignment if `block_alignment` is not a power of two; std::length_error if
+  /// `capacity` exceeds UINT32_MAX (the stack holds 32-bit indices) or the arrays' sizes overflow.
+  /// These are errors in the arguments, not exhaustion.
+  array_pool(std::size_t block_size, std::size_t capacity, std::size_t block_alignment,
+             Upstream upstream = Upstream{})
+      : block_size_(detail::round_up(block_size == 0 ? 1 : block_size, block_alignment)),
+        block_alignment_(block_alignment), capacity_(capacity), upstream_(std::move(upstream)) {
+    if (!detail::is_valid_alignment(block_alignment)) {
+      throw bad_alignment(name(), block_size, block_alignment);
+    }
+    if (capacity > std::numeric_limits<std::uint32_t>::max()) {
+      throw std::length_error("memkit::array_pool: capacity above UINT32_MAX");
+    }
+    if (block_size_ == 0 || capacity > std::numeric_limits<std::size_t>::max() / block_size_ ||
+        capacity >= std::numeric_limits<std::size_t>::max() / sizeof(std::uint32_t)) {
+      throw std::length_error("memkit::array_pool: block_size * capacity overflows");
+    }
+    index_ = detail::block_index(block_size_);
+  }
+
+  array_pool(const array_pool&) = delete;
+  array_pool& operator=(const array_pool&) = delete;
+
+  /// \effects release().
+  ~array_pool() { release(); }
+
+  const char* name() const noexcept { return "memkit::array_pool"; }
+  /// \returns `block_size()`: every request up to it is served from one block.
+  std::size_t max_size() const noexcept { return block_size_; }
+  /// \returns `block_alignment()`.
+  std::size_t max_alignment() const noexcept { return block_alignment_; }
+
+  /// \returns the block size rounded up to a multiple of the block alignment.
+  std::size_t block_size() const noexcept { return block_size_; }
+  std::size_t block_alignment() const noexcept { return block_alignment_; }
+  std::size_t capacity() const noexcept { return capacity_; }
+  /// \returns how many blocks are allocated and not yet returned.
+  std::size_t in_use() const noexcept { return carved_ - top_; }
+
+  /// \returns `try_allocate(bytes, alignment)` if not null.
+  /// \throws bad_alignment, bad_size or out_of_memory (naming "memkit::array_pool") as
+  /// docs/concepts.md describes.
+  void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
+    return detail::allocate_or_throw(*this, bytes, alignment);
+  }
+
+  /// \returns a free block, the most recently freed first, or null if `bytes > block_size()`,
+  /// `alignment` is not a power of two up to `block_alignment()`, every block is in use, or the
+  /// upstream cannot supply the arrays on first use.
+  void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
+    if (MEMKIT_UNLIKELY(!fits(bytes, alignment))) {
+      return nullptr;
+    }
+    if (MEMKIT_LIKELY(top_ != 0)) {
+      return storage_ + stack_[top_--] * block_size_;
+    }
+    return carve();
+  }
+
+  /// \effects makes the block at `p` free again; nothing if `p` is null.
+  /// A pointer that is not the start of a carved block, a size above `block_size()`, an alignment
+  /// that `try_allocate` would refuse, or the block freed last (still on top of the free stack) is
+  /// reported as a misuse (docs/bad-input.md) and otherwise ignored.
+  void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
+    const std::size_t i = index_of(p);
+    if (MEMKIT_UNLIKELY(i >= carved_ || !fits(bytes, alignment) || stack_[top_] == i)) {
+      reject(p, bytes, alignment);
+      return;
+    }
+    stack_[++top_] = static_cast<std::uint32_t>(i);
+  }
+
+  /// \returns whether `p` is the start of a block handed out since the last reset or release
+  /// (whether or not it is free now).
+  bool owns(const void* p) const noexcept { return index_of(p) < carved_; }
+
+  /// \effects obtains both arrays from the upstream now, if not held yet, so that no later
+  /// allocation calls the upstream. Nothing for a pool of capacity 0.
+  /// \throws out_of_memory naming "memkit::array_pool" (with the storage array's size) if the
+  /// upstream cannot supply them.
+  void reserve() {
+    if (storage_ == nullptr && capacity_ != 0 && !acquire()) {
+      throw out_of_memory(name(), storage_bytes(), block_alignment_);
+    }
+  }
+
+  /// \effects makes every block free in O(1), keeping both arrays.
+  /// \requires no block is still in use.
+  void reset() noexcept {
+    top_ = 0;
+    carved_ = 0;
+  }
+
+  /// \effects returns both arrays to the upstream with the sizes and alignments they were obtained
+  /// with; the next allocation obtains them again. \requires no block is still in use.
+  void release() noexcept {
+    if (storage_ != nullptr) {
+      upstream_.deallocate(stack_, stack_bytes(), alignof(std::uint32_t));
+      upstream_.deallocate(storage_, storage_bytes(), block_alignment_);
+      storage_ = nullptr;
+      stack_ = nullptr;
+    }
+    reset();
+  }
+
+private:
+  /// Index 0 of the stack is a sentinel no block has, so that the double-free test in deallocate
+  /// reads the top entry without first testing for an empty stack. Capacity <= UINT32_MAX keeps
+  /// every real index below it.
+  static constexpr std::uint32_t no_block = std::numeric_limits<std::uint32_t>::max();
+
+  bool fits(std::size_t bytes, std::size_t alignment) const noexcept {
+    return bytes <= block_size_ && detail::is_alignment_within(alignment, block_alignment_);
+  }
+
+  /// `storage_` is null until the arrays are acquired and `carved_` is 0 then, so every pointer
+  /// (null included) maps to an index >= carved_ and no array is read.
+  std::size_t index_of(const void* p) const noexcept {
+    return index_(detail::address(p) - detail::address(storage_));
+  }
+
+  std::size_t storage_bytes() const noexcept { return capacity_ * block_size_; }
+  std::size_t stack_bytes() const noexcept { return (capacity_ + 1) * sizeof(std::uint32_t); }
+
+  /// No returned block is waiting: hand out the next block never used before, if any, obtaining
+  /// the arrays first if this is the first one.
+  MEMKIT_NOINLINE void* carve() noexcept {
+    if (carved_ == capacity_ || (storage_ == nullptr && !acquire())) {
+      return nullptr;
+    }
+    return storage_ + carved_++ * block_size_;
+  }
+
+  MEMKIT_NOINLINE bool acquire() noexcept {
+    void* storage = upstream_.try_allocate(storage_bytes(), block_alignment_);
+    if (storage == nullptr) {
+      return false;
+    }
+    void* stack = upstream_.try_allocate(stack_bytes(), alignof(std::uint32_t));
+    if (stack == nullptr) {
+      upstream_.deallocate(storage, storage_bytes(), block_alignment_);
+      return false;
+    }
+    storage_ = static_cast<unsigned char*>(storage);
+    stack_ = static_cast<std::uint32_t*>(stack);
+    stack_[0] = no_block;
+    return true;
+  }
+
+  MEMKIT_NOINLINE MEMKIT_COLD void reject(void* p, std::size_t bytes,
+                                          std::size_t alignment) const noexcept {
+    if (p == nullptr) {
+      return;
+    }
+    misuse kind = misuse::double_free;
+    if (!owns(p)) {
+      kind = misuse::foreign_pointer;
+    } else if (bytes > block_size_) {
+      kind = misuse::size_mismatch;
+    } else if (!detail::is_alignment_within(alignment, block_alignment_)) {
+      kind = misuse::alignment_mismatch;
+    }
+    report_misuse(kind, name(), p, bytes, alignment);
+  }
+
+  unsigned char* storage_ = nullptr;
+  std::uint32_t* stack_ = nullptr; ///< [0] is no_block; returned blocks' indices at [1, top_]
+  std::size_t top_ = 0;
+  std::size_t carved_ = 0; ///< blocks [0, carved_) have been handed out at least once
+  std::size_t block_size_;
+  detail::block_index index_;
+  std::size_t block_alignment_;
+  std::size_t capacity_;
+  Upstream upstream_;
+};
+
+} // namespace memkit

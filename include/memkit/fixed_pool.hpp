@@ -1,0 +1,274 @@
+// memkit/fixed_pool.hpp: equal-size blocks from caller storage, intrusive free list, lazy carving.
+#pragma once
+
+#include <cassert>
+#include <cstddef>
+#include <limits>
+#include <new>
+
+#include "config.hpp"
+#include "detail/align.hpp"
+#include "error.hpp"
+#include "resource.hpp"
+
+namespace memkit {
+
+namespace detail {
+
+/// \returns whether `alignment` is a power of two no larger than `max` (itself a power of two).
+/// One test instead of three: `(a - 1) & a` is zero only for powers of two and
+/// `(a - 1) & ~(max - 1)` only for `a <= max`; `a == 0` fails the second through `a - 1 ==
+/// SIZE_MAX`.
+constexpr bool is_alignment_within(std::size_t alignment, std::size_t max) noexcept {
+  return ((alignment - 1) & (alignment | ~(max - 1))) == 0;
+}
+
+/// Maps a byte offset into a block array to a block index without dividing, so that `deallocate`
+/// can find and validate a block in O(1) for any block size (a 64-bit `div` costs tens of cycles on
+/// x86-64, a multiply three; Agner Fog, "Instruction tables").
+///
+/// With `stride == odd << shift`, multiplying by the inverse of `odd` modulo 2^N and rotating right
+/// by `shift` yields `offset / stride` for every multiple of `stride` and a value above
+/// `SIZE_MAX / stride` for everything else (Hacker's Delight, 2nd ed., 10-17). Hence, for
+/// `count * stride <= SIZE_MAX`, `(*this)(offset) < count` holds exactly when `offset` is the start
+/// of one of the first `count` blocks: one test covers "outside" and "not on a block boundary".
+/// For a power-of-two stride the multiplier is 1 and this is a plain shift.
+class block_index {
+public:
+  /// \requires `stride > 0`.
+  explicit constexpr block_index(std::size_t stride = 1) noexcept
+      : shift_(trailing_zeros(stride)), inverse_(odd_inverse(stride >> trailing_zeros(stride))) {}
+
+  constexpr std::size_t operator()(std::size_t offset) const noexcept {
+    const std::size_t q = offset * inverse_;
+    return (q >> shift_) | (q << ((digits - shift_) & (digits - 1)));
+  }
+
+private:
+  static constexpr unsigned digits = std::numeric_limits<std::size_t>::digits;
+
+  static constexpr unsigned trailing_zeros(std::size_t n) noexcept {
+    unsigned k = 0;
+    while (n != 0 && (n & 1) == 0) {
+      n >>= 1;
+      ++k;
+    }
+    return k;
+  }
+
+  /// Newton's iteration `x *= 2 - odd * x` doubles the number of correct low bits; `odd` is its own
+  /// inverse modulo 8, so five steps give 3 << 5 = 96 >= 64 bits.
+  static constexpr std::size_t odd_inverse(std::size_t odd) noexcept {
+    std::size_t x = odd;
+    for (int i = 0; i < 5; ++i) {
+      x *= 2 - odd * x;
+    }
+    return x;
+  }
+
+  unsigned shift_;
+  std::size_t inverse_;
+};
+
+} // namespace detail
+
+/// A fixed number of equal-size blocks carved from storage the caller supplies and keeps owning.
+/// Free blocks form a singly linked list threaded through the blocks themselves, so a block is at
+/// least a pointer in size and alignment (array_pool serves smaller blocks). Blocks are carved
+/// lazily: memory never handed out is never written, so a pool over a large reserved mapping only
+/// commits the pages it uses. Not thread-safe.
+class fixed_pool {
+  struct node {
+    node* next;
+  };
+  // Block sizes are rounded to the block alignment, which is at least alignof(node); that makes
+  // every block big enough for a link only if a pointer's size equals its alignment.
+  static_assert(sizeof(node) == alignof(node),
+                "fixed_pool assumes sizeof(void*) == alignof(void*)");
+
+public:
+  /// \returns the block alignment a pool built with `block_alignment` uses: the smallest power of
+  /// two that is at least `block_alignment` and `alignof(void*)`, capped at `unbounded_alignment`.
+  static constexpr std::size_t block_alignment_for(std::size_t block_alignment) noexcept {
+    std::size_t a = alignof(node);
+    while (a < block_alignment && a < unbounded_alignment) {
+      a <<= 1;
+    }
+    return a;
+  }
+
+  /// \returns the block size a pool built with `block_size` and `block_alignment` uses:
+  /// `block_size` (at least a pointer, at most `unbounded_size`) rounded up to a multiple of
+  /// `block_alignment_for(block_alignment)`. Storage for n blocks, if aligned to the block
+  /// alignment, is `n * block_size_for(...)` bytes.
+  static constexpr std::size_t block_size_for(std::size_t block_size,
+                                              std::size_t block_alignment) noexcept {
+    const std::size_t n = block_size < sizeof(node)     ? sizeof(node)
+                          : block_size > unbounded_size ? unbounded_size
+                                                        : block_size;
+    // Cannot overflow: n < 2^(N-1) and the alignment is at most 2^(N-1).
+    return detail::round_up(n, block_alignment_for(block_alignment));
+  }
+
+  /// \effects manages `[storage, storage + storage_bytes)` as blocks of
+  /// `block_size_for(block_size, block_alignment)` bytes, the first at the first address there
+  /// aligned to `block_alignment_for(block_alignment)`; `capacity()` is the number that fit.
+  /// Writes nothing to the storage.
+  /// \requires `block_alignment` is a power of two (asserted; otherwise the next power of two is
+  /// used); the storage outlives the pool and is used by nothing else while it lives.
+  fixed_pool(void* storage, std::size_t storage_bytes, std::size_t block_size,
+             std::size_t block_alignment = default_alignment) noexcept
+      : block_size_(block_size_for(block_size, block_alignment)),
+        block_alignment_(block_alignment_for(block_alignment)), index_(block_size_) {
+    assert(detail::is_valid_alignment(block_alignment) && "fixed_pool: alignment not a power of 2");
+    if (storage == nullptr) {
+      return;
+    }
+    const std::size_t pad = detail::padding_for(storage, block_alignment_);
+    if (pad < storage_bytes) {
+      begin_ = static_cast<char*>(storage) + pad;
+      capacity_ = (storage_bytes - pad) / block_size_;
+    }
+  }
+
+  fixed_pool(const fixed_pool&) = delete;
+  fixed_pool& operator=(const fixed_pool&) = delete;
+
+  const char* name() const noexcept { return "memkit::fixed_pool"; }
+  /// \returns `block_size()`: every request up to it is served from one block.
+  std::size_t max_size() const noexcept { return block_size_; }
+  /// \returns `block_alignment()`.
+  std::size_t max_alignment() const noexcept { return block_alignment_; }
+
+  /// \returns the rounded block size (see `block_size_for`).
+  std::size_t block_size() const noexcept { return block_size_; }
+  /// \returns the alignment of every block (see `block_alignment_for`).
+  std::size_t block_alignment() const noexcept { return block_alignment_; }
+  /// \returns how many blocks the storage holds.
+  std::size_t capacity() const noexcept { return capacity_; }
+  /// \returns how many blocks are allocated and not yet returned.
+  std::size_t in_use() const noexcept { return in_use_; }
+
+  /// \returns `try_allocate(bytes, alignment)` if not null.
+  /// \throws bad_alignment, bad_size or out_of_memory (naming "memkit::fixed_pool") as
+  /// docs/concepts.md describes.
+  void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
+    return detail::allocate_or_throw(*this, bytes, alignment);
+  }
+
+  /// \returns a free block, the most recently freed first, or null if `bytes > block_size()`,
+  /// `alignment` is not a power of two up to `block_alignment()`, or every block is in use.
+  void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
+    if (MEMKIT_UNLIKELY(!fits(bytes, alignment))) {
+      return nullptr;
+    }
+    if (MEMKIT_LIKELY(free_ != nullptr)) {
+      node* n = free_;
+      free_ = n->next;
+      ++in_use_;
+      return n;
+    }
+    return carve();
+  }
+
+  /// \effects makes the block at `p` free again; nothing if `p` is null.
+  /// A pointer that is not the start of a carved block, a size above `block_size()`, an alignment
+  /// that `try_allocate` would refuse, or the block freed last (still the head of the free list) is
+  /// reported as a misuse (docs/bad-input.md) and otherwise ignored.
+  void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
+    if (MEMKIT_UNLIKELY(!owns(p) || !fits(bytes, alignment) || p == free_)) {
+      reject(p, bytes, alignment);
+      return;
+    }
+    free_ = ::new (p) node{free_};
+    --in_use_;
+  }
+
+  /// \returns whether `p` is the start of a block this pool has handed out since the last reset
+  /// (whether or not it is free now).
+  bool owns(const void* p) const noexcept {
+    return index_(detail::address(p) - detail::address(begin_)) < carved_;
+  }
+
+  /// \effects makes every block free in O(1); carving starts again from the first block.
+  /// \requires no block is still in use.
+  void reset() noexcept {
+    free_ = nullptr;
+    carved_ = 0;
+    in_use_ = 0;
+  }
+
+private:
+  bool fits(std::size_t bytes, std::size_t alignment) const noexcept {
+    return bytes <= block_size_ && detail::is_alignment_within(alignment, block_alignment_);
+  }
+
+  /// The free list is empty: hand out the next block never used before, if any.
+  MEMKIT_NOINLINE void* carve() noexcept {
+    if (carved_ == capacity_) {
+      return nullptr;
+    }
+    ++in_use_;
+    return begin_ + carved_++ * block_size_;
+  }
+
+  MEMKIT_NOINLINE MEMKIT_COLD void reject(void* p, std::size_t bytes,
+                                          std::size_t alignment) const noexcept {
+    if (p == nullptr) {
+      return;
+    }
+    misuse kind = misuse::double_free;
+    if (!owns(p)) {
+      kind = misuse::foreign_pointer;
+    } else if (bytes > block_size_) {
+      kind = misuse::size_mismatch;
+    } else if (!detail::is_alignment_within(alignment, block_alignment_)) {
+      kind = misuse::alignment_mismatch;
+    }
+    report_misuse(kind, name(), p, bytes, alignment);
+  }
+
+  node* free_ = nullptr;
+  char* begin_ = nullptr;
+  std::size_t carved_ = 0; ///< blocks [0, carved_) have been handed out at least once
+  std::size_t in_use_ = 0;
+  std::size_t block_size_;
+  std::size_t block_alignment_;
+  detail::block_index index_;
+  std::size_t capacity_ = 0;
+};
+
+namespace detail {
+
+/// The storage of an inline_fixed_pool, a base class so that it exists before the fixed_pool base
+/// that is given its address.
+template <std::size_t Bytes, std::size_t Alignment>
+struct inline_pool_storage {
+  alignas(Alignment) unsigned char bytes[Bytes];
+};
+
+} // namespace detail
+
+/// A fixed_pool of exactly `Capacity` blocks whose storage lives inside the object: no heap, no
+/// caller buffer. Block size and alignment are rounded as `fixed_pool::block_size_for` and
+/// `fixed_pool::block_alignment_for` describe. Usable wherever a `fixed_pool&` is expected.
+template <std::size_t BlockSize, std::size_t Capacity,
+          std::size_t BlockAlignment = default_alignment>
+class inline_fixed_pool
+    : private detail::inline_pool_storage<fixed_pool::block_size_for(BlockSize, BlockAlignment) *
+                                              Capacity,
+                                          fixed_pool::block_alignment_for(BlockAlignment)>,
+      public fixed_pool {
+  static_assert(detail::is_valid_alignment(BlockAlignment),
+                "inline_fixed_pool: BlockAlignment must be a power of two");
+  static_assert(Capacity > 0, "inline_fixed_pool: Capacity must be positive");
+  static_assert(Capacity <= unbounded_size / fixed_pool::block_size_for(BlockSize, BlockAlignment),
+                "inline_fixed_pool: BlockSize * Capacity does not fit in an object");
+
+public:
+  /// \effects an empty pool over the inline storage; `capacity() == Capacity`.
+  inline_fixed_pool() noexcept
+      : fixed_pool(this->bytes, sizeof(this->bytes), BlockSize, BlockAlignment) {}
+};
+
+} // namespace memkit
