@@ -70,11 +70,21 @@ public:
     if (p == nullptr) {
       return;
     }
+    // Clang leaves sized deallocation off unless -fsized-deallocation is given.
+#if defined(__cpp_sized_deallocation)
     if (alignment > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
       ::operator delete(p, bytes, std::align_val_t{alignment});
     } else {
       ::operator delete(p, bytes);
     }
+#else
+    (void)bytes;
+    if (alignment > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+      ::operator delete(p, std::align_val_t{alignment});
+    } else {
+      ::operator delete(p);
+    }
+#endif
   }
 
   friend bool operator==(new_delete_resource, new_delete_resource) noexcept { return true; }
