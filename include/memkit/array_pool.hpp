@@ -9,8 +9,8 @@
 
 #include "config.hpp"
 #include "detail/align.hpp"
+#include "detail/block_index.hpp"
 #include "error.hpp"
-#include "fixed_pool.hpp"
 #include "resource.hpp"
 #include "upstream.hpp"
 
