@@ -1,0 +1,339 @@
+// memkit/arena.hpp: bump allocation over a caller buffer, then a chain of growing upstream blocks.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include "config.hpp"
+#include "detail/align.hpp"
+#include "detail/bump.hpp"
+#include "error.hpp"
+#include "resource.hpp"
+#include "upstream.hpp"
+
+namespace memkit {
+
+/// How an arena sizes the blocks it takes from its upstream. Sizes are what the upstream is asked
+/// for, header included. Growth doubles from `first_block_size` up to `max_block_size`.
+struct arena_options {
+  /// One page: a short-lived arena costs a single page, and malloc serves a page from its heap
+  /// without an mmap (glibc's default mmap threshold is 128 KiB).
+  std::size_t first_block_size = page_size;
+  /// 1 MiB caps the unused tail of the last block, while one upstream call per MiB is already
+  /// negligible next to the bump allocations that fill it.
+  std::size_t max_block_size = std::size_t{1} << 20;
+};
+
+namespace detail {
+
+/// Header at the start of every upstream block of an arena; the arena's blocks follow it, so block
+/// memory starts aligned to `alignof(arena_block)`.
+struct alignas(default_alignment) arena_block {
+  arena_block* prev;       ///< next older block of the in-use chain, or next block of the cache
+  std::size_t size;        ///< bytes obtained from the upstream, this header included
+  std::size_t used_before; ///< the arena's `used()` when this block became the current one
+};
+
+} // namespace detail
+
+/// A saved arena position (docs/concepts.md, "Marker"), obtained from `arena::marker()`.
+/// A default-constructed marker belongs to no arena.
+class arena_marker {
+public:
+  arena_marker() noexcept = default;
+
+private:
+  template <class>
+  friend class arena;
+
+  arena_marker(const void* owner, const detail::arena_block* block, char* cur,
+               std::size_t epoch) noexcept
+      : owner_(owner), block_(block), cur_(cur), epoch_(epoch) {}
+
+  const void* owner_ = nullptr;
+  const detail::arena_block* block_ = nullptr; ///< null: the caller buffer
+  char* cur_ = nullptr;
+  std::size_t epoch_ = 0;
+};
+
+/// Bump allocation (docs/concepts.md): blocks are carved front to back from a caller buffer, then
+/// from upstream blocks of growing size. Individual blocks are not freed (only the most recent one
+/// is reclaimed); `reset()`, `rollback()` and `release()` free them wholesale.
+///
+/// Upstream blocks are kept on `reset()` and `rollback()` and reused first-fit, in the order they
+/// were first used, so a steady build-use-reset cycle makes no upstream calls after its first
+/// round. They go back to the upstream only on `release()` or destruction.
+template <class Upstream = malloc_resource>
+class arena {
+  static_assert(is_resource_v<Upstream>,
+                "memkit::arena<Upstream>: Upstream must implement the resource interface "
+                "(docs/concepts.md)");
+
+  using block = detail::arena_block;
+
+public:
+  /// \effects an empty arena drawing blocks from `upstream`; allocates nothing yet.
+  /// `options` are clamped so that a block holds at least its header and one aligned block, and
+  /// `max_block_size >= first_block_size`.
+  explicit arena(Upstream upstream = {}, arena_options options = {}) noexcept(
+      std::is_nothrow_move_constructible_v<Upstream>)
+      : arena(nullptr, 0, std::move(upstream), options) {}
+
+  /// \effects an arena serving from `[buffer, buffer + size)` first, then from upstream blocks.
+  /// The buffer is the caller's: the arena never frees it.
+  /// \requires the buffer stays valid and unused by others while the arena lives.
+  arena(void* buffer, std::size_t size, Upstream upstream = {},
+        arena_options options = {}) noexcept(std::is_nothrow_move_constructible_v<Upstream>)
+      : cur_(static_cast<char*>(buffer)), end_(cur_ + size), begin_(cur_), buffer_(cur_),
+        buffer_size_(size), first_block_size_(std::max(options.first_block_size, min_block_size)),
+        max_block_size_(std::max(options.max_block_size, first_block_size_)),
+        next_block_size_(first_block_size_), upstream_(std::move(upstream)) {}
+
+  arena(const arena&) = delete;
+  arena& operator=(const arena&) = delete;
+
+  /// \effects `release()`.
+  ~arena() { release(); }
+
+  const char* name() const noexcept { return "memkit::arena"; }
+
+  /// \returns the largest request a buffer or an upstream block can hold.
+  std::size_t max_size() const noexcept {
+    const std::size_t up = upstream_.max_size();
+    return std::max(buffer_size_, up > sizeof(block) ? up - sizeof(block) : 0);
+  }
+
+  /// Any power of two: a request that does not fit the current block gets one with room for its
+  /// worst-case padding, which is below the alignment.
+  std::size_t max_alignment() const noexcept { return unbounded_alignment; }
+
+  /// \returns a block of `bytes` (1 if 0) aligned to `alignment`.
+  /// \throws bad_alignment, bad_size or out_of_memory (docs/concepts.md, "Errors").
+  void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
+    return detail::allocate_or_throw(*this, bytes, alignment);
+  }
+
+  /// \returns a block of `bytes` (1 if 0) aligned to `alignment`, or null if the alignment is not a
+  /// power of two, the size is impossible, or the upstream has no block for it.
+  void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
+    if (MEMKIT_UNLIKELY(!detail::is_valid_alignment(alignment))) {
+      return nullptr;
+    }
+    const std::size_t n = bytes == 0 ? 1 : bytes;
+    if (void* p = detail::bump(cur_, end_, n, alignment); MEMKIT_LIKELY(p != nullptr)) {
+      return p;
+    }
+    return allocate_slow(n, alignment);
+  }
+
+  /// \effects reclaims the block if it is the most recent one in the current buffer or block
+  /// (a cheap undo of the last allocation); otherwise does nothing, the memory waits for `reset()`,
+  /// `rollback()` or `release()`. Nothing is checked: use `owns(p)` for that.
+  void deallocate(void* p, std::size_t bytes,
+                  std::size_t /*alignment*/ = default_alignment) noexcept {
+    char* const c = static_cast<char*>(p);
+    const std::size_t n = bytes == 0 ? 1 : bytes;
+    if (detail::in_range(c, begin_, static_cast<std::size_t>(cur_ - begin_)) &&
+        static_cast<std::size_t>(cur_ - c) == n) {
+      cur_ = c;
+    }
+  }
+
+  /// \returns whether `p` points into the handed-out part of the buffer or of an upstream block
+  /// (blocks and their padding, up to the top; not what was reset, rolled back or reclaimed).
+  /// Exact; O(upstream blocks in use), as it walks them.
+  bool owns(const void* p) const noexcept {
+    if (detail::in_range(p, begin_, static_cast<std::size_t>(cur_ - begin_))) {
+      return true;
+    }
+    if (current_ == nullptr) {
+      return false;
+    }
+    // An older block was used up to where its successor's count starts.
+    const block* newer = current_;
+    for (const block* b = current_->prev; b != nullptr; newer = b, b = b->prev) {
+      if (detail::in_range(p, data(b), newer->used_before - b->used_before)) {
+        return true;
+      }
+    }
+    return detail::in_range(p, buffer_, newer->used_before);
+  }
+
+  /// \returns the current position, to pass to `rollback()`. O(1).
+  arena_marker marker() const noexcept { return arena_marker(this, current_, cur_, epoch_); }
+
+  /// \effects frees every block allocated after `m` was taken. Upstream blocks obtained since are
+  /// kept for reuse (like `reset()`), so a mark-work-rollback loop settles into no upstream calls.
+  /// O(1) plus the upstream blocks moved to the cache.
+  /// A marker from another arena, from before the last `reset()` or `release()`, or ahead of the
+  /// current position is reported as `misuse::bad_marker` and ignored.
+  void rollback(const arena_marker& m) noexcept {
+    if (m.owner_ != this || m.epoch_ != epoch_) {
+      report_misuse(misuse::bad_marker, name(), &m, 0, 0);
+      return;
+    }
+    if (m.block_ == current_) {
+      if (!detail::in_range(m.cur_, begin_, static_cast<std::size_t>(cur_ - begin_) + 1)) {
+        report_misuse(misuse::bad_marker, name(), &m, 0, 0);
+        return;
+      }
+      cur_ = m.cur_;
+      return;
+    }
+    const block* b = current_;
+    while (b != nullptr && b != m.block_) {
+      b = b->prev;
+    }
+    char* const lo = b != nullptr ? data(b) : buffer_;
+    char* const hi = b != nullptr ? end(b) : buffer_ + buffer_size_;
+    // Not found (a block rolled back or reset since) or not inside its block: from the future.
+    if (b != m.block_ || !detail::in_range(m.cur_, lo, static_cast<std::size_t>(hi - lo) + 1)) {
+      report_misuse(misuse::bad_marker, name(), &m, 0, 0);
+      return;
+    }
+    cache_blocks_until(b);
+    begin_ = lo;
+    cur_ = m.cur_;
+    end_ = hi;
+  }
+
+  /// \effects frees every block and invalidates every marker; keeps the upstream blocks for reuse,
+  /// so a steady request cycle makes no upstream calls after its first round. O(upstream blocks).
+  void reset() noexcept {
+    cache_blocks_until(nullptr);
+    restart();
+  }
+
+  /// \effects frees every block, invalidates every marker and returns every upstream block with the
+  /// size and alignment it was obtained with. The caller buffer is kept (it is the caller's).
+  void release() noexcept {
+    return_blocks(current_);
+    return_blocks(cached_);
+    current_ = nullptr;
+    cached_ = nullptr;
+    next_block_size_ = first_block_size_;
+    restart();
+  }
+
+  /// \returns bytes handed out since the last `reset()`, alignment padding included.
+  std::size_t used() const noexcept {
+    return (current_ != nullptr ? current_->used_before : 0) +
+           static_cast<std::size_t>(cur_ - begin_);
+  }
+
+  /// \returns bytes left in the current buffer or block before the arena turns to its upstream.
+  std::size_t remaining() const noexcept { return static_cast<std::size_t>(end_ - cur_); }
+
+  const Upstream& upstream() const noexcept { return upstream_; }
+
+private:
+  /// Room for the header and one default-aligned block: smaller blocks could not serve anything.
+  static constexpr std::size_t min_block_size = sizeof(block) + default_alignment;
+
+  static char* data(const block* b) noexcept {
+    return reinterpret_cast<char*>(const_cast<block*>(b)) + sizeof(block);
+  }
+  static char* end(const block* b) noexcept {
+    return reinterpret_cast<char*>(const_cast<block*>(b)) + b->size;
+  }
+
+  /// Moves a cached block or a new upstream block in front of the chain and carves from it.
+  MEMKIT_NOINLINE void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
+    // Block memory starts aligned to alignof(block); a stricter alignment may need that much more.
+    const std::size_t slack = alignment > alignof(block) ? alignment - alignof(block) : 0;
+    constexpr std::size_t limit = unbounded_size - sizeof(block);
+    if (bytes > limit || slack > limit - bytes) {
+      return nullptr;
+    }
+    const std::size_t needed = sizeof(block) + bytes + slack;
+    block* b = take_cached(needed);
+    if (b == nullptr) {
+      b = obtain_block(needed);
+      if (b == nullptr) {
+        return nullptr;
+      }
+    }
+    b->used_before = used();
+    b->prev = current_;
+    current_ = b;
+    begin_ = data(b);
+    cur_ = begin_;
+    end_ = end(b);
+    return detail::bump(cur_, end_, bytes, alignment);
+  }
+
+  /// \returns the first cached block of at least `needed` bytes, unlinked, or null.
+  block* take_cached(std::size_t needed) noexcept {
+    for (block** link = &cached_; *link != nullptr; link = &(*link)->prev) {
+      if ((*link)->size >= needed) {
+        block* b = *link;
+        *link = b->prev;
+        return b;
+      }
+    }
+    return nullptr;
+  }
+
+  /// \returns a new upstream block of the next geometric size, or of `needed` bytes when that is
+  /// larger, or when the upstream refused the geometric size (a smaller request may still succeed).
+  block* obtain_block(std::size_t needed) noexcept {
+    if (needed <= next_block_size_) {
+      if (void* p = upstream_.try_allocate(next_block_size_, alignof(block)); p != nullptr) {
+        auto* b = ::new (p) block{nullptr, next_block_size_, 0};
+        next_block_size_ =
+            next_block_size_ > max_block_size_ / 2 ? max_block_size_ : next_block_size_ * 2;
+        return b;
+      }
+      if (needed == next_block_size_) {
+        return nullptr;
+      }
+    }
+    void* p = upstream_.try_allocate(needed, alignof(block));
+    return p != nullptr ? ::new (p) block{nullptr, needed, 0} : nullptr;
+  }
+
+  /// Moves the in-use blocks newer than `last` to the front of the cache, oldest first, so they are
+  /// reused in the order they were first used.
+  void cache_blocks_until(const block* last) noexcept {
+    while (current_ != last) {
+      block* b = current_;
+      current_ = b->prev;
+      b->prev = cached_;
+      cached_ = b;
+    }
+  }
+
+  void return_blocks(block* b) noexcept {
+    while (b != nullptr) {
+      block* const prev = b->prev;
+      upstream_.deallocate(b, b->size, alignof(block));
+      b = prev;
+    }
+  }
+
+  /// Back to the start of the caller buffer, with every outstanding marker invalid.
+  void restart() noexcept {
+    begin_ = buffer_;
+    cur_ = buffer_;
+    end_ = buffer_ + buffer_size_;
+    ++epoch_;
+  }
+
+  char* cur_; ///< the bump range of the current buffer or block: hot members first
+  char* end_;
+  char* begin_;
+  block* current_ = nullptr; ///< newest in-use upstream block, null while in the caller buffer
+  block* cached_ = nullptr;  ///< upstream blocks kept for reuse
+  char* buffer_;
+  std::size_t buffer_size_;
+  std::size_t first_block_size_;
+  std::size_t max_block_size_;
+  std::size_t next_block_size_;
+  std::size_t epoch_ = 0; ///< bumped by reset() and release(): older markers are invalid
+  Upstream upstream_;
+};
+
+} // namespace memkit
