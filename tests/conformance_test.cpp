@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "memkit/memkit.hpp"
@@ -19,6 +20,7 @@ using spy_ref = memkit::resource_ref<spy_resource>;
 // generic tests use; `lifo` says blocks must be freed in reverse order; `bounded` says the strategy
 // `exhaustible` is false for strategies with neither a capacity nor an upstream to limit.
 struct fixed_pool_case {
+  static constexpr const char* label = "FixedPool";
   using resource = memkit::fixed_pool;
   static constexpr std::size_t request = 64;
   static constexpr bool lifo = false;
@@ -32,6 +34,7 @@ struct fixed_pool_case {
 };
 
 struct pool_case {
+  static constexpr const char* label = "Pool";
   using resource = memkit::pool<spy_ref>;
   static constexpr std::size_t request = 64;
   static constexpr bool lifo = false;
@@ -44,6 +47,7 @@ struct pool_case {
 };
 
 struct array_pool_case {
+  static constexpr const char* label = "ArrayPool";
   using resource = memkit::array_pool<spy_ref>;
   static constexpr std::size_t request = 64;
   static constexpr bool lifo = false;
@@ -56,6 +60,7 @@ struct array_pool_case {
 };
 
 struct arena_case {
+  static constexpr const char* label = "Arena";
   using resource = memkit::arena<spy_ref>;
   static constexpr std::size_t request = 300;
   static constexpr bool lifo = false;
@@ -68,6 +73,7 @@ struct arena_case {
 };
 
 struct stack_case {
+  static constexpr const char* label = "Stack";
   using resource = memkit::stack<spy_ref>;
   static constexpr std::size_t request = 300;
   static constexpr bool lifo = true;
@@ -80,6 +86,7 @@ struct stack_case {
 };
 
 struct multipool_case {
+  static constexpr const char* label = "Multipool";
   using resource = memkit::multipool<spy_ref>;
   static constexpr std::size_t request = 5000; // above the largest class: exercises pass-through
   static constexpr bool lifo = false;
@@ -92,6 +99,7 @@ struct multipool_case {
 };
 
 struct static_multipool_case {
+  static constexpr const char* label = "StaticMultipool";
   using resource = memkit::multipool<memkit::null_resource>;
   static constexpr std::size_t request = 700;
   static constexpr bool lifo = false;
@@ -105,6 +113,7 @@ struct static_multipool_case {
 };
 
 struct fallback_case {
+  static constexpr const char* label = "Fallback";
   using resource = memkit::fallback<memkit::stack<memkit::null_resource>, spy_ref>;
   static constexpr std::size_t request = 200;
   static constexpr bool lifo = true;
@@ -121,6 +130,7 @@ struct fallback_case {
 };
 
 struct aligned_case {
+  static constexpr const char* label = "Aligned";
   using resource = memkit::aligned<spy_ref>;
   static constexpr std::size_t request = 200;
   static constexpr bool lifo = false;
@@ -133,6 +143,7 @@ struct aligned_case {
 };
 
 struct huge_page_case {
+  static constexpr const char* label = "HugePage";
   using resource = memkit::huge_page_resource;
   static constexpr std::size_t request = 64 * 1024; // every block maps its own 2 MiB region
   static constexpr bool lifo = false;
@@ -190,7 +201,13 @@ protected:
 using cases = ::testing::Types<fixed_pool_case, pool_case, array_pool_case, arena_case, stack_case,
                                multipool_case, static_multipool_case, fallback_case, aligned_case,
                                huge_page_case>;
-TYPED_TEST_SUITE(Conformance, cases);
+struct case_names {
+  template <class Case>
+  static std::string GetName(int) {
+    return Case::label;
+  }
+};
+TYPED_TEST_SUITE(Conformance, cases, case_names);
 
 TYPED_TEST(Conformance, ImplementsTheResourceInterface) {
   static_assert(memkit::is_resource_v<typename TypeParam::resource>);

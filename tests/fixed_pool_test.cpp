@@ -253,14 +253,14 @@ TEST(FixedPool, ReportsForeignPointersAndKeepsItsState) {
   fixed_pool pool(buf.bytes, 1024, 32);
   void* a = pool.allocate(32);
   void* b = pool.allocate(32);
-  int local = 0;
-  pool.deallocate(&local, sizeof local, alignof(int)); // outside the storage
+  alignas(std::max_align_t) std::byte local[64]{};
+  pool.deallocate(local, 32); // outside the storage
   pool.deallocate(static_cast<char*>(a) + 8, 8, 8);    // inside a block
   pool.deallocate(static_cast<char*>(b) + 32, 32);     // never handed out
   pool.deallocate(reinterpret_cast<void*>(memkit::detail::address(buf.bytes) - 32), 32);
   EXPECT_EQ(rec.count(misuse::foreign_pointer), 4u);
   ASSERT_EQ(rec.reports().size(), 4u);
-  EXPECT_EQ(rec.reports()[0].pointer, &local);
+  EXPECT_EQ(rec.reports()[0].pointer, local);
   EXPECT_STREQ(rec.reports()[0].resource, "memkit::fixed_pool");
   EXPECT_EQ(pool.in_use(), 2u);
   EXPECT_EQ(pool.allocate(32), static_cast<char*>(b) + 32);
