@@ -218,8 +218,9 @@ constexpr bool audit_allocator_aware() noexcept {
                 "T(T&&, const allocator_type&): a std::pmr::vector<T> cannot grow "
                 "(seed 003, mistake #2)");
   static_assert(!r::move_extended || r::nothrow_move_extended,
-                "memkit::audit_allocator_aware: T's allocator-extended move constructor is not "
-                "noexcept: vectors of T will copy instead of move when they grow");
+                "memkit::audit_allocator_aware: T has no noexcept allocator-extended move "
+                "constructor T(T&&, const allocator_type&) (the copy one stands in, or the move "
+                "one may throw): vectors of T copy every element when they grow");
   return r::ok;
 }
 
