@@ -3,8 +3,9 @@
 
 Usage: bench/compare.py build/bench/micro.json
 
-Benchmarks are named BM_<Variant>_<Pattern>. One item is one allocation and its free, so the time
-per item comes from items_per_second (CPU time). Speed-ups are ratios of medians from the same run.
+Benchmarks are named BM_<Variant>_<Pattern>. Times are CPU time per item (from items_per_second),
+or per iteration for a benchmark that counts no items. Speed-ups are ratios of medians from the
+same run.
 """
 
 import argparse
@@ -12,8 +13,20 @@ import json
 
 # The variant each pattern is judged against besides Malloc.
 BASELINES = {"Alloc": "PmrMonotonic"}
+NS_PER_UNIT = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+LEGEND = """\
+ns/item: median CPU time per item: an allocation and its free (AllocFree*), an allocation and its
+share of the reset (Alloc), or what the benchmark counts (per iteration if it counts nothing).
+cv: its coefficient of variation. vs X: X's median time / this variant's.
+heap B/block (or /node): heap bytes per live block at the peak, allocator overhead included."""
 # Tables come in this order; patterns not listed follow in the order the run listed them.
 ORDER = ["AllocFree", "AllocFreeFifo", "AllocFreeShuffled", "Alloc"]
+
+
+def ns_per_item(b):
+    if "items_per_second" in b:
+        return 1e9 / b["items_per_second"]
+    return b["cpu_time"] * NS_PER_UNIT[b["time_unit"]]
 
 
 def load(path):
@@ -31,9 +44,9 @@ def load(path):
             continue
         _, variant, pattern = b["run_name"].split("_", 2)
         results.setdefault(pattern, {})[variant] = {
-            "ns": 1e9 / b["items_per_second"],
+            "ns": ns_per_item(b),
             "cv": cv.get(b["run_name"]),
-            "heap": b.get("heap_per_block"),
+            "heap": next(((k, v) for k, v in b.items() if k.startswith("heap_per_")), None),
         }
     return results
 
@@ -45,17 +58,19 @@ def ratio(baseline, row):
 def print_table(pattern, rows):
     baseline_name = BASELINES.get(pattern)
     malloc, baseline = rows.get("Malloc"), rows.get(baseline_name)
-    header = ["variant", "ns/pair", "cv", "vs Malloc"]
+    header = ["variant", "ns/item", "cv", "vs Malloc"]
     if baseline_name:
         header.append(f"vs {baseline_name}")
-    header.append("heap B/block")
+    # The counter's name gives the unit: heap_per_block (patterns.hpp), heap_per_node (containers).
+    units = {row["heap"][0].removeprefix("heap_per_") for row in rows.values() if row["heap"]}
+    header.append(f"heap B/{units.pop()}" if len(units) == 1 else "heap B")
     lines = [header]
     for variant, row in sorted(rows.items(), key=lambda item: item[1]["ns"]):
         line = [variant, f"{row['ns']:.2f}", f"{row['cv']:.1%}" if row["cv"] is not None else "-"]
         line.append(ratio(malloc, row))
         if baseline_name:
             line.append(ratio(baseline, row))
-        line.append(f"{row['heap']:.1f}" if row["heap"] is not None else "-")
+        line.append(f"{row['heap'][1]:.1f}" if row["heap"] else "-")
         lines.append(line)
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     print(f"\n{pattern}")
@@ -70,9 +85,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", help="output of memkit_micro_bench --benchmark_out_format=json")
     args = parser.parse_args()
-    print("ns/pair: median CPU time per allocation and its free (or its share of a reset);")
-    print("cv: its coefficient of variation; vs X: X's median time / this variant's;")
-    print("heap B/block: heap bytes per live block at the peak, the allocator's overhead included.")
+    print(LEGEND)
     results = load(args.json)
     for pattern in sorted(results, key=lambda p: ORDER.index(p) if p in ORDER else len(ORDER)):
         print_table(pattern, results[pattern])

@@ -68,8 +68,8 @@ inline std::size_t heap_in_use() {
 #endif
 }
 
-/// Allocates one block per slot of `blocks` and writes a byte into each, so a strategy that
-/// defers touching its memory pays for the page faults in the timed loop like everyone else.
+/// Allocates one block per slot of `blocks` and writes a byte into each, as a user would, so a
+/// strategy gains nothing from handing out memory it never touches itself.
 template <class Variant>
 void fill(Variant& v, std::span<void*> blocks) {
   for (std::size_t i = 0; i < blocks.size(); ++i) {
