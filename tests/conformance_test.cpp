@@ -16,141 +16,95 @@ namespace {
 using memkit::test::spy_resource;
 using spy_ref = memkit::resource_ref<spy_resource>;
 
-// Each case builds one configured strategy over a spy upstream. `request` is the largest size the
-// generic tests use; `lifo` says blocks must be freed in reverse order; `bounded` says the strategy
-// `exhaustible` is false for strategies with neither a capacity nor an upstream to limit.
-struct fixed_pool_case {
-  static constexpr const char* label = "FixedPool";
-  using resource = memkit::fixed_pool;
-  static constexpr std::size_t request = 64;
-  static constexpr bool lifo = false;
-  static constexpr bool exhaustible = true;
-  struct holder {
-    alignas(4096) std::byte storage[2 * 1024 * 1024];
-    resource r{storage, sizeof storage, 64, 4096};
-  };
-  static std::unique_ptr<holder> make(spy_resource&) { return std::make_unique<holder>(); }
-  static resource& get(holder& h) { return h.r; }
-};
-
-struct pool_case {
-  static constexpr const char* label = "Pool";
-  using resource = memkit::pool<spy_ref>;
-  static constexpr std::size_t request = 64;
-  static constexpr bool lifo = false;
-  static constexpr bool exhaustible = true;
-  using holder = resource;
-  static std::unique_ptr<holder> make(spy_resource& spy) {
-    return std::make_unique<holder>(64, 4096, spy_ref(spy));
-  }
+// Each case builds one configured strategy, over a spy upstream where it has one. `request` is the
+// largest size the generic tests use; `lifo` says blocks must be freed in reverse order;
+// `exhaustible` is false for strategies with neither a capacity nor an upstream to limit them.
+template <class Resource, std::size_t Request, bool Lifo = false, bool Exhaustible = true>
+struct case_traits {
+  using resource = Resource;
+  using holder = Resource;
+  static constexpr std::size_t request = Request;
+  static constexpr bool lifo = Lifo;
+  static constexpr bool exhaustible = Exhaustible;
   static resource& get(holder& h) { return h; }
 };
 
-struct array_pool_case {
+// A strategy over caller storage, which lives beside it in the holder.
+template <class Resource, std::size_t Request, std::size_t StorageBytes, bool Lifo = false>
+struct storage_case : case_traits<Resource, Request, Lifo> {
+  struct holder {
+    template <class... Args>
+    explicit holder(Args&&... args) : r(storage, sizeof storage, std::forward<Args>(args)...) {}
+    alignas(4096) std::byte storage[StorageBytes];
+    Resource r;
+  };
+  static Resource& get(holder& h) { return h.r; }
+};
+
+struct fixed_pool_case : storage_case<memkit::fixed_pool, 64, 2 * 1024 * 1024> {
+  static constexpr const char* label = "FixedPool";
+  static auto make(spy_resource&) { return std::make_unique<holder>(64, 4096); }
+};
+
+struct pool_case : case_traits<memkit::pool<spy_ref>, 64> {
+  static constexpr const char* label = "Pool";
+  static auto make(spy_resource& spy) { return std::make_unique<holder>(64, 4096, spy_ref(spy)); }
+};
+
+struct array_pool_case : case_traits<memkit::array_pool<spy_ref>, 64> {
   static constexpr const char* label = "ArrayPool";
-  using resource = memkit::array_pool<spy_ref>;
-  static constexpr std::size_t request = 64;
-  static constexpr bool lifo = false;
-  static constexpr bool exhaustible = true;
-  using holder = resource;
-  static std::unique_ptr<holder> make(spy_resource& spy) {
+  static auto make(spy_resource& spy) {
     return std::make_unique<holder>(64, 512, 4096, spy_ref(spy));
   }
-  static resource& get(holder& h) { return h; }
 };
 
-struct arena_case {
+struct arena_case : case_traits<memkit::arena<spy_ref>, 300> {
   static constexpr const char* label = "Arena";
-  using resource = memkit::arena<spy_ref>;
-  static constexpr std::size_t request = 300;
-  static constexpr bool lifo = false;
-  static constexpr bool exhaustible = true;
-  using holder = resource;
-  static std::unique_ptr<holder> make(spy_resource& spy) {
-    return std::make_unique<holder>(spy_ref(spy));
-  }
-  static resource& get(holder& h) { return h; }
+  static auto make(spy_resource& spy) { return std::make_unique<holder>(spy_ref(spy)); }
 };
 
-struct stack_case {
+struct stack_case : case_traits<memkit::stack<spy_ref>, 300, true> {
   static constexpr const char* label = "Stack";
-  using resource = memkit::stack<spy_ref>;
-  static constexpr std::size_t request = 300;
-  static constexpr bool lifo = true;
-  static constexpr bool exhaustible = true;
-  using holder = resource;
-  static std::unique_ptr<holder> make(spy_resource& spy) {
+  static auto make(spy_resource& spy) {
     return std::make_unique<holder>(4 * 1024 * 1024, spy_ref(spy));
   }
-  static resource& get(holder& h) { return h; }
 };
 
-struct multipool_case {
+// 5000 is above the largest class: exercises the pass-through to the upstream.
+struct multipool_case : case_traits<memkit::multipool<spy_ref>, 5000> {
   static constexpr const char* label = "Multipool";
-  using resource = memkit::multipool<spy_ref>;
-  static constexpr std::size_t request = 5000; // above the largest class: exercises pass-through
-  static constexpr bool lifo = false;
-  static constexpr bool exhaustible = true;
-  using holder = resource;
-  static std::unique_ptr<holder> make(spy_resource& spy) {
-    return std::make_unique<holder>(spy_ref(spy));
-  }
-  static resource& get(holder& h) { return h; }
+  static auto make(spy_resource& spy) { return std::make_unique<holder>(spy_ref(spy)); }
 };
 
-struct static_multipool_case {
+struct static_multipool_case
+    : storage_case<memkit::multipool<memkit::null_resource>, 700, 4 * 1024 * 1024> {
   static constexpr const char* label = "StaticMultipool";
-  using resource = memkit::multipool<memkit::null_resource>;
-  static constexpr std::size_t request = 700;
-  static constexpr bool lifo = false;
-  static constexpr bool exhaustible = true;
-  struct holder {
-    alignas(4096) std::byte storage[4 * 1024 * 1024];
-    resource r{storage, sizeof storage};
-  };
-  static std::unique_ptr<holder> make(spy_resource&) { return std::make_unique<holder>(); }
-  static resource& get(holder& h) { return h.r; }
+  static auto make(spy_resource&) { return std::make_unique<holder>(); }
 };
 
-struct fallback_case {
+struct fallback_case
+    : case_traits<memkit::fallback<memkit::stack<memkit::null_resource>, spy_ref>, 200, true> {
   static constexpr const char* label = "Fallback";
-  using resource = memkit::fallback<memkit::stack<memkit::null_resource>, spy_ref>;
-  static constexpr std::size_t request = 200;
-  static constexpr bool lifo = true;
-  static constexpr bool exhaustible = true;
   struct holder {
-    alignas(4096) std::byte storage[16 * 1024];
-    resource r;
     explicit holder(spy_resource& spy)
         : r(std::piecewise_construct, std::forward_as_tuple(storage, sizeof storage),
             std::forward_as_tuple(spy)) {}
+    alignas(4096) std::byte storage[16 * 1024];
+    resource r;
   };
-  static std::unique_ptr<holder> make(spy_resource& spy) { return std::make_unique<holder>(spy); }
+  static auto make(spy_resource& spy) { return std::make_unique<holder>(spy); }
   static resource& get(holder& h) { return h.r; }
 };
 
-struct aligned_case {
+struct aligned_case : case_traits<memkit::aligned<spy_ref>, 200> {
   static constexpr const char* label = "Aligned";
-  using resource = memkit::aligned<spy_ref>;
-  static constexpr std::size_t request = 200;
-  static constexpr bool lifo = false;
-  static constexpr bool exhaustible = true;
-  using holder = resource;
-  static std::unique_ptr<holder> make(spy_resource& spy) {
-    return std::make_unique<holder>(spy_ref(spy));
-  }
-  static resource& get(holder& h) { return h; }
+  static auto make(spy_resource& spy) { return std::make_unique<holder>(spy_ref(spy)); }
 };
 
-struct huge_page_case {
+// Every block maps its own 2 MiB region straight from the OS: nothing limits it.
+struct huge_page_case : case_traits<memkit::huge_page_resource, 64 * 1024, false, false> {
   static constexpr const char* label = "HugePage";
-  using resource = memkit::huge_page_resource;
-  static constexpr std::size_t request = 64 * 1024; // every block maps its own 2 MiB region
-  static constexpr bool lifo = false;
-  static constexpr bool exhaustible = false; // maps from the OS directly
-  using holder = resource;
-  static std::unique_ptr<holder> make(spy_resource&) { return std::make_unique<holder>(); }
-  static resource& get(holder& h) { return h; }
+  static auto make(spy_resource&) { return std::make_unique<holder>(); }
 };
 
 template <class Case>

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
+#include <utility>
 
 #include "config.hpp"
 
@@ -40,53 +41,52 @@ private:
 
 } // namespace detail
 
-/// Thrown by `allocate` when the resource (and its upstream, if any) has no memory left.
-class out_of_memory : public std::bad_alloc {
-public:
-  out_of_memory(const char* resource, std::size_t size, std::size_t alignment) noexcept
-      : info_(resource, "out of memory", size, alignment) {}
+namespace detail {
 
+/// The part every memkit exception shares: `what()` and the accessors, over a standard base.
+template <class Base>
+class error : public Base {
+public:
   const char* what() const noexcept override { return info_.message(); }
+  /// \returns `name()` of the resource that failed.
   const char* resource() const noexcept { return info_.resource(); }
   std::size_t size() const noexcept { return info_.size(); }
   std::size_t alignment() const noexcept { return info_.alignment(); }
 
+protected:
+  template <class... BaseArgs>
+  error(const error_info& info, BaseArgs&&... base_args)
+      : Base(std::forward<BaseArgs>(base_args)...), info_(info) {}
+
 private:
-  detail::error_info info_;
+  error_info info_;
+};
+
+} // namespace detail
+
+/// Thrown by `allocate` when the resource (and its upstream, if any) has no memory left.
+class out_of_memory : public detail::error<std::bad_alloc> {
+public:
+  out_of_memory(const char* resource, std::size_t size, std::size_t alignment) noexcept
+      : error({resource, "out of memory", size, alignment}) {}
 };
 
 /// Thrown by `allocate` for a size the resource can never serve: one that overflows when rounded
 /// or padded, or exceeds `max_size()`. Derives from `std::bad_array_new_length` (hence from
 /// `std::bad_alloc`), as `operator new[]` does for an impossible length.
-class bad_size : public std::bad_array_new_length {
+class bad_size : public detail::error<std::bad_array_new_length> {
 public:
   bad_size(const char* resource, std::size_t size, std::size_t alignment) noexcept
-      : info_(resource, "size exceeds max_size()", size, alignment) {}
-
-  const char* what() const noexcept override { return info_.message(); }
-  const char* resource() const noexcept { return info_.resource(); }
-  std::size_t size() const noexcept { return info_.size(); }
-  std::size_t alignment() const noexcept { return info_.alignment(); }
-
-private:
-  detail::error_info info_;
+      : error({resource, "size exceeds max_size()", size, alignment}) {}
 };
 
 /// Thrown by `allocate` for an alignment that is not a power of two or exceeds `max_alignment()`.
 /// A caller error, not exhaustion, hence `std::invalid_argument`.
-class bad_alignment : public std::invalid_argument {
+class bad_alignment : public detail::error<std::invalid_argument> {
 public:
   bad_alignment(const char* resource, std::size_t size, std::size_t alignment)
-      : std::invalid_argument("memkit::bad_alignment"),
-        info_(resource, "alignment not a power of two or above max_alignment()", size, alignment) {}
-
-  const char* what() const noexcept override { return info_.message(); }
-  const char* resource() const noexcept { return info_.resource(); }
-  std::size_t size() const noexcept { return info_.size(); }
-  std::size_t alignment() const noexcept { return info_.alignment(); }
-
-private:
-  detail::error_info info_;
+      : error({resource, "alignment not a power of two or above max_alignment()", size, alignment},
+              "memkit::bad_alignment") {}
 };
 
 /// A mistake detected in `deallocate` (or a similar noexcept path) that cannot be thrown.

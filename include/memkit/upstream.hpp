@@ -13,20 +13,37 @@
 
 namespace memkit {
 
-/// `std::malloc` / `std::aligned_alloc` / `std::free`. Stateless; every instance is interchangeable.
-class malloc_resource {
+namespace detail {
+
+/// What the upstreams limited only by the address space share: their limits, `allocate` in terms
+/// of `try_allocate`, and the one validity test they apply before reaching their source.
+template <class Derived>
+class unbounded_resource {
 public:
-  const char* name() const noexcept { return "memkit::malloc_resource"; }
   std::size_t max_size() const noexcept { return unbounded_size; }
   std::size_t max_alignment() const noexcept { return unbounded_alignment; }
 
   void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
-    return detail::allocate_or_throw(*this, bytes, alignment);
+    return allocate_or_throw(static_cast<Derived&>(*this), bytes, alignment);
   }
+
+protected:
+  static bool servable(std::size_t bytes, std::size_t alignment) noexcept {
+    return is_valid_alignment(alignment) && bytes <= unbounded_size;
+  }
+};
+
+} // namespace detail
+
+/// `std::malloc` / `std::aligned_alloc` / `std::free`. Stateless; every instance is
+/// interchangeable.
+class malloc_resource : public detail::unbounded_resource<malloc_resource> {
+public:
+  const char* name() const noexcept { return "memkit::malloc_resource"; }
 
   /// \returns a block of at least `bytes` (1 if 0) aligned to `alignment`, or null.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
-    if (!detail::is_valid_alignment(alignment) || bytes > max_size()) {
+    if (!servable(bytes, alignment)) {
       return nullptr;
     }
     const std::size_t n = bytes == 0 ? 1 : bytes;
@@ -45,42 +62,35 @@ public:
 };
 
 /// Global `operator new` / `operator delete`, aligned and sized overloads. Stateless.
-class new_delete_resource {
+class new_delete_resource : public detail::unbounded_resource<new_delete_resource> {
 public:
   const char* name() const noexcept { return "memkit::new_delete_resource"; }
-  std::size_t max_size() const noexcept { return unbounded_size; }
-  std::size_t max_alignment() const noexcept { return unbounded_alignment; }
-
-  void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
-    return detail::allocate_or_throw(*this, bytes, alignment);
-  }
 
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
-    if (!detail::is_valid_alignment(alignment) || bytes > max_size()) {
+    if (!servable(bytes, alignment)) {
       return nullptr;
     }
     if (alignment > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
-      return ::operator new(bytes, std::align_val_t{alignment}, std::nothrow);
+      return ::operator new (bytes, std::align_val_t{alignment}, std::nothrow);
     }
     return ::operator new(bytes, std::nothrow);
   }
 
-  void deallocate(void* p, std::size_t bytes,
-                  std::size_t alignment = default_alignment) noexcept {
+  void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (p == nullptr) {
       return;
     }
     // Clang leaves sized deallocation off unless -fsized-deallocation is given.
 #if defined(__cpp_sized_deallocation)
     if (alignment > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
-      ::operator delete(p, bytes, std::align_val_t{alignment});
+      ::operator delete (p, bytes, std::align_val_t{alignment});
     } else {
       ::operator delete(p, bytes);
     }
 #else
     (void)bytes;
     if (alignment > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
-      ::operator delete(p, std::align_val_t{alignment});
+      ::operator delete (p, std::align_val_t{alignment});
     } else {
       ::operator delete(p);
     }
@@ -93,15 +103,9 @@ public:
 
 /// Never has memory: `allocate` throws `out_of_memory`, `try_allocate` returns null. As an upstream
 /// it makes a strategy fail loudly instead of silently reaching for the heap.
-class null_resource {
+class null_resource : public detail::unbounded_resource<null_resource> {
 public:
   const char* name() const noexcept { return "memkit::null_resource"; }
-  std::size_t max_size() const noexcept { return unbounded_size; }
-  std::size_t max_alignment() const noexcept { return unbounded_alignment; }
-
-  void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
-    return detail::allocate_or_throw(*this, bytes, alignment);
-  }
   void* try_allocate(std::size_t, std::size_t = default_alignment) noexcept { return nullptr; }
 
   /// Nothing can be returned to a resource that never gave anything: a non-null `p` is reported
@@ -174,21 +178,15 @@ private:
 
 /// Any `std::pmr::memory_resource` as a memkit upstream. Exceptions from the wrapped resource
 /// become null from `try_allocate`.
-class pmr_upstream {
+class pmr_upstream : public detail::unbounded_resource<pmr_upstream> {
 public:
   /// \requires `r` is not null and outlives this object.
   explicit pmr_upstream(std::pmr::memory_resource* r = std::pmr::get_default_resource()) noexcept
       : r_(r) {}
 
   const char* name() const noexcept { return "memkit::pmr_upstream"; }
-  std::size_t max_size() const noexcept { return unbounded_size; }
-  std::size_t max_alignment() const noexcept { return unbounded_alignment; }
-
-  void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
-    return detail::allocate_or_throw(*this, bytes, alignment);
-  }
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
-    if (!detail::is_valid_alignment(alignment) || bytes > max_size()) {
+    if (!servable(bytes, alignment)) {
       return nullptr;
     }
     try {
