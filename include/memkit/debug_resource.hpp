@@ -1,0 +1,562 @@
+// memkit/debug_resource.hpp: a checking wrapper around any strategy: guard bytes, fill patterns,
+// a registry of live blocks, and a report naming the resource, the address and the mistake.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "config.hpp"
+#include "detail/align.hpp"
+#include "error.hpp"
+#include "resource.hpp"
+
+namespace memkit {
+
+/// What a `debug_resource` found. The first five are the `memkit::misuse` kinds of the same name;
+/// the others need the debug layer's guards, fill patterns or registry to be seen at all.
+enum class debug_mistake {
+  foreign_pointer,    ///< `deallocate` of a pointer this resource never handed out
+  double_free,        ///< `deallocate` of a block already freed
+  size_mismatch,      ///< `deallocate` with a size the block was not allocated with
+  alignment_mismatch, ///< `deallocate` with an alignment the block was not allocated with
+  lifo_violation,     ///< with `debug_options::lifo`: a block freed while a younger one is live
+  overrun,            ///< the guard bytes after the block were written
+  underrun,           ///< the guard bytes (or the header) before the block were written
+  use_after_reset,    ///< `deallocate` of a block that died in `reset()` or `release()`
+  leak,               ///< a block still live when the resource is destroyed
+};
+
+/// \returns a short, stable name for `m`, as used in reports; the misuse kinds use
+/// `to_string(misuse)`'s words.
+constexpr const char* to_string(debug_mistake m) noexcept {
+  switch (m) {
+  case debug_mistake::foreign_pointer:
+    return to_string(misuse::foreign_pointer);
+  case debug_mistake::double_free:
+    return to_string(misuse::double_free);
+  case debug_mistake::size_mismatch:
+    return to_string(misuse::size_mismatch);
+  case debug_mistake::alignment_mismatch:
+    return to_string(misuse::alignment_mismatch);
+  case debug_mistake::lifo_violation:
+    return to_string(misuse::lifo_violation);
+  case debug_mistake::overrun:
+    return "buffer overrun";
+  case debug_mistake::underrun:
+    return "buffer underrun";
+  case debug_mistake::use_after_reset:
+    return "use after reset";
+  case debug_mistake::leak:
+    return "leak";
+  }
+  return "unknown mistake";
+}
+
+/// One mistake found by a `debug_resource`: the `misuse_report` fields, plus what the registry
+/// knew about the block (zero when the pointer matched no block).
+struct debug_report {
+  debug_mistake mistake;
+  const char* resource;        ///< `name()` of the debug resource; valid while it lives
+  const void* pointer;         ///< the pointer passed in, or the leaked block
+  std::size_t size;            ///< the size passed in (a leak: the size allocated)
+  std::size_t alignment;       ///< the alignment passed in (a leak: the alignment allocated)
+  std::size_t block_size;      ///< the size the block was allocated with
+  std::size_t block_alignment; ///< the alignment the block was allocated with
+  std::size_t allocation;      ///< the block's allocation number, from 1; 0 if unknown
+
+  /// \returns whether the mistake is a `memkit::misuse` kind, and if so writes its report to `out`.
+  bool to_misuse_report(misuse_report& out) const noexcept {
+    if (mistake > debug_mistake::lifo_violation) {
+      return false;
+    }
+    out = misuse_report{static_cast<misuse>(static_cast<int>(mistake)), resource, pointer, size,
+                        alignment};
+    return true;
+  }
+};
+
+static_assert(static_cast<int>(debug_mistake::lifo_violation) ==
+                  static_cast<int>(misuse::lifo_violation),
+              "the first debug_mistake kinds mirror memkit::misuse");
+
+/// Writes `r` as one line, `memkit::debug_resource<memkit::pool>: double free at 0x... (size 32,
+/// alignment 16; block #3 of size 32, alignment 16)`, into `buffer` (truncated to `n`; never
+/// allocates). \returns `buffer`.
+inline const char* format(const debug_report& r, char* buffer, std::size_t n) noexcept {
+  if (r.allocation != 0) {
+    std::snprintf(buffer, n,
+                  "%s: %s at %p (size %zu, alignment %zu; block #%zu of size %zu, alignment %zu)",
+                  r.resource, to_string(r.mistake), r.pointer, r.size, r.alignment, r.allocation,
+                  r.block_size, r.block_alignment);
+  } else {
+    std::snprintf(buffer, n, "%s: %s at %p (size %zu, alignment %zu)", r.resource,
+                  to_string(r.mistake), r.pointer, r.size, r.alignment);
+  }
+  return buffer;
+}
+
+/// Thrown by a `debug_resource` in `debug_reaction::deferred_throw` mode (from `allocate()` or
+/// `check()`, never from `deallocate`, which is noexcept), and by `exception_test_loop` when a
+/// run leaked. A programming error, hence `std::logic_error`.
+class misuse_error : public std::logic_error {
+public:
+  explicit misuse_error(const debug_report& r) noexcept
+      : std::logic_error("memkit::misuse_error"), report_(r) {
+    format(r, message_, sizeof(message_));
+  }
+  const char* what() const noexcept override { return message_; }
+  /// \returns the first mistake found. Its `resource` pointer is valid while the resource lives;
+  /// `what()` holds a copy of the whole line.
+  const debug_report& report() const noexcept { return report_; }
+
+private:
+  debug_report report_;
+  char message_[256];
+};
+
+/// What a `debug_resource` does with a mistake.
+enum class debug_reaction {
+  abort,          ///< print the report to stderr and abort (the default)
+  handler,        ///< call `debug_options::handler` and carry on (see `debug_resource`)
+  deferred_throw, ///< record it; the next `allocate()` or `check()` throws `misuse_error`
+};
+
+/// Per-instance settings of a `debug_resource`.
+struct debug_options {
+  debug_reaction reaction = debug_reaction::abort;
+  /// Called for every mistake in `handler` mode; empty: the report is printed to stderr instead.
+  std::function<void(const debug_report&)> handler;
+  /// Check that blocks are freed in reverse allocation order (a stack's contract).
+  bool lifo = false;
+  /// Guard bytes on each side of a block, rounded up to a multiple of 8 and at least 8. 16 covers
+  /// the usual off-by-one and a stray write of one `long double` past the end.
+  std::size_t guard_size = 16;
+  /// Fill fresh blocks with `debug_fresh_byte` and freed ones with `debug_freed_byte`.
+  bool fill = true;
+};
+
+/// Written into every fresh block, so reading uninitialised memory shows a recognisable value.
+/// The values are MSVC's debug heap's (0xCD fresh, 0xDD freed, 0xFD guard), familiar to many.
+inline constexpr unsigned char debug_fresh_byte = 0xCD;
+/// Written into a block when it is freed or dies in `reset()`: a later read shows it.
+inline constexpr unsigned char debug_freed_byte = 0xDD;
+/// The guard bytes around every block.
+inline constexpr unsigned char debug_guard_byte = 0xFD;
+
+namespace detail {
+
+/// Written before every block of a `debug_resource`, right before its front guard.
+struct debug_header {
+  std::size_t size;
+  std::size_t alignment;
+  std::size_t allocation;
+  std::size_t cookie; ///< `allocation ^ debug_cookie`: a damaged header does not match
+};
+
+/// An arbitrary odd 64-bit constant; it only has to differ from what a stray write leaves.
+inline constexpr std::size_t debug_cookie = static_cast<std::size_t>(0x9E3779B97F4A7C15ull);
+
+constexpr std::size_t debug_guard(std::size_t requested) noexcept {
+  const std::size_t g = round_up(requested, alignof(debug_header));
+  return g < alignof(debug_header) ? alignof(debug_header) : g;
+}
+
+/// Bytes before the block: header and front guard, rounded so the block keeps `alignment`.
+/// 0 if that overflows.
+constexpr std::size_t debug_front(std::size_t guard, std::size_t alignment) noexcept {
+  return guard > unbounded_size - sizeof(debug_header)
+             ? 0
+             : round_up(sizeof(debug_header) + guard, alignment);
+}
+
+} // namespace detail
+
+/// \returns the bytes a `debug_resource` asks its wrapped resource for to serve `bytes` aligned to
+/// `alignment`: what a fixed-block strategy's block size must be to sit under one (e.g.
+/// `pool<>(debug_block_size(32))`). 0 if the sum overflows.
+constexpr std::size_t
+debug_block_size(std::size_t bytes, std::size_t alignment = default_alignment,
+                 std::size_t guard_size = debug_options{}.guard_size) noexcept {
+  const std::size_t a = std::max(alignment, alignof(detail::debug_header));
+  const std::size_t guard = detail::debug_guard(guard_size);
+  const std::size_t front = detail::debug_front(guard, a);
+  const std::size_t n = bytes == 0 ? 1 : bytes;
+  if (front == 0 || front > unbounded_size - guard || n > unbounded_size - front - guard) {
+    return 0;
+  }
+  return front + n + guard;
+}
+
+/// A resource that checks how another is used (docs/debugging.md). Every block is obtained from the
+/// wrapped `Resource` with a header and guard bytes on both sides, and is recorded in a registry
+/// of live blocks (a hash map: O(1) per call), so `deallocate` can tell a foreign pointer, a
+/// double free, a wrong size or alignment, a LIFO violation (opt-in) and a block that died in
+/// `reset()` apart, and check the guards for an overrun or underrun. Blocks still live at
+/// destruction are reported as leaks, each with its size, alignment and allocation number.
+///
+/// `Resource` is held by value and built in place from the constructor's arguments;
+/// `debug_resource<resource_ref<R>>` checks a resource that lives elsewhere.
+///
+/// On a mistake (`debug_options::reaction`): `abort` prints the report and aborts; `handler` calls
+/// the handler and goes on: a free with a wrong pointer, size, alignment or order is then ignored
+/// (the block stays live, the wrapped resource untouched), while damaged guards are reported and
+/// the block is still freed, since the call itself was right; `deferred_throw` does the same and
+/// throws the first report from the next `allocate()` or `check()`. Leaks are reported by the
+/// destructor, which cannot throw: there `deferred_throw` prints and aborts like `abort`; in the
+/// other modes leaked blocks are returned to the wrapped resource after the report.
+///
+/// Not thread-safe, like the strategies it wraps. Each block costs `debug_block_size() - bytes`
+/// extra bytes in the wrapped resource plus a registry entry on the heap; freed addresses are
+/// remembered (to tell a double free from a foreign pointer) until reused, or up to 65536 of them.
+template <class Resource>
+class debug_resource {
+  static_assert(is_resource_v<Resource>,
+                "memkit::debug_resource<R>: R must implement the resource interface "
+                "(docs/concepts.md)");
+
+public:
+  /// \effects wraps a `Resource` built from `args` (none: default-constructed), checking it
+  /// as `options` say. Allocates nothing.
+  template <class... Args>
+  explicit debug_resource(debug_options options, Args&&... args)
+      : r_(std::forward<Args>(args)...), options_(std::move(options)),
+        guard_(detail::debug_guard(options_.guard_size)) {
+    std::snprintf(name_, sizeof(name_), "memkit::debug_resource<%s>", r_.name());
+  }
+
+  /// \effects wraps a default-constructed `Resource` with the default options (abort on mistakes).
+  debug_resource() : debug_resource(debug_options{}) {}
+
+  debug_resource(const debug_resource&) = delete;
+  debug_resource& operator=(const debug_resource&) = delete;
+
+  /// \effects reports every live block as a leak, oldest first, then returns them to the
+  /// wrapped resource, youngest first (unless the reaction aborted).
+  ~debug_resource() { report_leaks(); }
+
+  /// \returns `memkit::debug_resource<` + the wrapped resource's name + `>`.
+  const char* name() const noexcept { return name_; }
+
+  /// \returns the wrapped resource's `max_size()` less the debug overhead at default alignment.
+  std::size_t max_size() const noexcept {
+    const std::size_t overhead = debug_block_size(0, default_alignment, guard_) - 1;
+    const std::size_t up = r_.max_size();
+    return up > overhead ? up - overhead : 0;
+  }
+
+  std::size_t max_alignment() const noexcept { return r_.max_alignment(); }
+
+  /// \returns a block of `bytes` (1 if 0) aligned to `alignment`, filled with `debug_fresh_byte`.
+  /// \throws misuse_error first if a mistake is pending (`deferred_throw`); then bad_alignment,
+  /// bad_size or out_of_memory, naming this resource (docs/concepts.md, "Errors").
+  void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
+    throw_pending();
+    return detail::allocate_or_throw(*this, bytes, alignment);
+  }
+
+  /// \returns a checked block, or null if the wrapped resource cannot serve it with the debug
+  /// overhead or the registry cannot grow.
+  void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
+    if (!detail::is_valid_alignment(alignment)) {
+      return nullptr;
+    }
+    const std::size_t a = std::max(alignment, alignof(detail::debug_header));
+    const std::size_t total = debug_block_size(bytes, a, guard_);
+    if (total == 0) {
+      return nullptr;
+    }
+    char* const base = static_cast<char*>(r_.try_allocate(total, a));
+    if (base == nullptr) {
+      return nullptr;
+    }
+    char* const p = base + detail::debug_front(guard_, a);
+    const std::size_t number = allocations_ + 1;
+    if (!remember(p, live_block{bytes, alignment, number})) {
+      r_.deallocate(base, total, a);
+      return nullptr;
+    }
+    allocations_ = number;
+    dead_.erase(p);
+    const detail::debug_header h{bytes, alignment, number, number ^ detail::debug_cookie};
+    std::memset(base, debug_guard_byte, static_cast<std::size_t>(p - base));
+    std::memcpy(header_start(p), &h, sizeof(h));
+    const std::size_t n = bytes == 0 ? 1 : bytes;
+    std::memset(p + n, debug_guard_byte, guard_);
+    if (options_.fill) {
+      std::memset(p, debug_fresh_byte, n);
+    }
+    return p;
+  }
+
+  /// \effects checks the call against the registry and the block's guards, fills the block with
+  /// `debug_freed_byte` and returns it to the wrapped resource. A mistake is reported as the
+  /// class comment says; `deallocate(nullptr, …)` does nothing.
+  void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
+    if (p == nullptr) {
+      return;
+    }
+    const auto it = live_.find(p);
+    if (it == live_.end()) {
+      report_unknown(p, bytes, alignment);
+      return;
+    }
+    const live_block b = it->second;
+    debug_mistake wrong = debug_mistake::leak;
+    if (bytes != b.size) {
+      wrong = debug_mistake::size_mismatch;
+    } else if (alignment != b.alignment) {
+      wrong = debug_mistake::alignment_mismatch;
+    } else if (options_.lifo && order_.back() != p) {
+      wrong = debug_mistake::lifo_violation;
+    }
+    if (wrong != debug_mistake::leak) {
+      react({wrong, name_, p, bytes, alignment, b.size, b.alignment, b.number});
+      return;
+    }
+    check_guards(static_cast<char*>(p), b, bytes, alignment);
+    live_.erase(it);
+    if (options_.lifo) {
+      order_.pop_back();
+    }
+    bury(static_cast<char*>(p), b, false);
+    const std::size_t a = std::max(b.alignment, alignof(detail::debug_header));
+    r_.deallocate(static_cast<char*>(p) - detail::debug_front(guard_, a),
+                  debug_block_size(b.size, a, guard_), a);
+  }
+
+  /// \returns whether the wrapped resource owns `p`. Present when it can answer.
+  template <class R = Resource, class = std::enable_if_t<has_owns_v<R>>>
+  bool owns(const void* p) const noexcept {
+    return r_.owns(p);
+  }
+
+  /// \effects fills every live block with `debug_freed_byte`, marks them dead (a later
+  /// `deallocate` of one is reported as `use_after_reset`) and resets the wrapped resource.
+  /// Present when the wrapped resource has `reset()`.
+  template <class R = Resource, class = std::enable_if_t<detail::has_reset<R>::value>>
+  void reset() noexcept {
+    bury_all();
+    r_.reset();
+  }
+
+  /// \effects as `reset()`, then releases the wrapped resource. Present when it has `release()`.
+  template <class R = Resource, class = std::enable_if_t<detail::has_release<R>::value>>
+  void release() noexcept {
+    bury_all();
+    r_.release();
+  }
+
+  /// \effects checks the guards of every live block, reporting each damaged one once (its guards
+  /// are then repainted). O(live blocks).
+  /// \throws misuse_error in `deferred_throw` mode if a mistake is pending (then cleared).
+  void check() {
+    for (const auto& [p, b] : live_) {
+      check_guards(static_cast<char*>(p), b, b.size, b.alignment);
+    }
+    throw_pending();
+  }
+
+  /// \returns whether `p` is a block handed out and not yet freed. O(1).
+  bool is_live(const void* p) const noexcept { return live_.count(const_cast<void*>(p)) != 0; }
+  /// \returns the number of blocks handed out and not yet freed.
+  std::size_t live_blocks() const noexcept { return live_.size(); }
+  /// \returns the number of blocks ever handed out; the last one's allocation number.
+  std::size_t allocations() const noexcept { return allocations_; }
+  /// \returns the number of mistakes found so far, in every mode.
+  std::size_t mistakes() const noexcept { return mistakes_; }
+
+  /// The wrapped resource, read-only: allocating or freeing through it would bypass the checks.
+  const Resource& resource() const noexcept { return r_; }
+
+private:
+  struct live_block {
+    std::size_t size;
+    std::size_t alignment;
+    std::size_t number;
+  };
+  struct dead_block {
+    std::size_t number;
+    bool by_reset;
+  };
+
+  /// Beyond this many remembered frees the memory is cleared: a later double free of a forgotten
+  /// block is then reported as a foreign pointer, still a report. 65536 entries is ~2 MiB.
+  static constexpr std::size_t max_remembered_frees = 65536;
+
+  char* header_start(char* p) const noexcept { return p - guard_ - sizeof(detail::debug_header); }
+
+  bool remember(char* p, const live_block& b) noexcept {
+    try {
+      live_.emplace(p, b);
+      if (options_.lifo) {
+        try {
+          order_.push_back(p);
+        } catch (...) {
+          live_.erase(p);
+          return false;
+        }
+      }
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
+  /// Fills a dead block and remembers it, so a second free is named correctly.
+  void bury(char* p, const live_block& b, bool by_reset) noexcept {
+    if (options_.fill) {
+      std::memset(p, debug_freed_byte, b.size == 0 ? 1 : b.size);
+    }
+    if (dead_.size() >= max_remembered_frees) {
+      dead_.clear();
+    }
+    try {
+      dead_[p] = dead_block{b.number, by_reset};
+    } catch (...) {
+      // Forgetting a freed block only weakens the name of a later report (foreign pointer
+      // instead of double free); it changes nothing else.
+    }
+  }
+
+  void bury_all() noexcept {
+    for (const auto& [p, b] : live_) {
+      bury(static_cast<char*>(p), b, true);
+    }
+    live_.clear();
+    order_.clear();
+  }
+
+  void check_guards(char* p, const live_block& b, std::size_t bytes,
+                    std::size_t alignment) noexcept {
+    char* const h = header_start(p);
+    detail::debug_header stored;
+    std::memcpy(&stored, h, sizeof(stored));
+    const bool header_ok = stored.size == b.size && stored.alignment == b.alignment &&
+                           stored.allocation == b.number &&
+                           stored.cookie == (b.number ^ detail::debug_cookie);
+    const std::size_t n = b.size == 0 ? 1 : b.size;
+    if (!header_ok || !intact(p - guard_)) {
+      react({debug_mistake::underrun, name_, p, bytes, alignment, b.size, b.alignment, b.number});
+      const detail::debug_header fixed{b.size, b.alignment, b.number,
+                                       b.number ^ detail::debug_cookie};
+      std::memcpy(h, &fixed, sizeof(fixed));
+      std::memset(p - guard_, debug_guard_byte, guard_);
+    }
+    if (!intact(p + n)) {
+      react({debug_mistake::overrun, name_, p, bytes, alignment, b.size, b.alignment, b.number});
+      std::memset(p + n, debug_guard_byte, guard_);
+    }
+  }
+
+  bool intact(const char* guard) const noexcept {
+    for (std::size_t i = 0; i < guard_; ++i) {
+      if (static_cast<unsigned char>(guard[i]) != debug_guard_byte) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  MEMKIT_NOINLINE MEMKIT_COLD void report_unknown(void* p, std::size_t bytes,
+                                                  std::size_t alignment) noexcept {
+    const auto d = dead_.find(p);
+    if (d == dead_.end()) {
+      react({debug_mistake::foreign_pointer, name_, p, bytes, alignment, 0, 0, 0});
+      return;
+    }
+    react({d->second.by_reset ? debug_mistake::use_after_reset : debug_mistake::double_free, name_,
+           p, bytes, alignment, 0, 0, d->second.number});
+  }
+
+  MEMKIT_NOINLINE MEMKIT_COLD void react(const debug_report& r) noexcept {
+    ++mistakes_;
+    char line[256];
+    switch (options_.reaction) {
+    case debug_reaction::abort:
+      std::fprintf(stderr, "memkit: %s\n", format(r, line, sizeof(line)));
+      std::abort();
+    case debug_reaction::handler:
+      if (options_.handler) {
+        options_.handler(r);
+      } else {
+        std::fprintf(stderr, "memkit: %s\n", format(r, line, sizeof(line)));
+      }
+      return;
+    case debug_reaction::deferred_throw:
+      if (!pending_) {
+        pending_ = true;
+        pending_report_ = r;
+      }
+      return;
+    }
+  }
+
+  void throw_pending() {
+    if (MEMKIT_UNLIKELY(pending_)) {
+      pending_ = false;
+      throw misuse_error(pending_report_);
+    }
+  }
+
+  /// Reports every live block as a leak, oldest first, then frees them in the wrapped resource.
+  void report_leaks() noexcept {
+    if (live_.empty()) {
+      return;
+    }
+    std::vector<std::pair<void*, live_block>> leaks;
+    try {
+      leaks.assign(live_.begin(), live_.end());
+    } catch (...) {
+      leaks.clear();
+    }
+    std::sort(leaks.begin(), leaks.end(),
+              [](const auto& x, const auto& y) { return x.second.number < y.second.number; });
+    const bool print_and_abort = options_.reaction != debug_reaction::handler;
+    for (const auto& [p, b] : leaks) {
+      const debug_report r{debug_mistake::leak, name_,  p,           b.size,
+                           b.alignment,         b.size, b.alignment, b.number};
+      if (print_and_abort) {
+        ++mistakes_;
+        char line[256];
+        std::fprintf(stderr, "memkit: %s\n", format(r, line, sizeof(line)));
+      } else {
+        react(r);
+      }
+    }
+    if (print_and_abort) {
+      std::fprintf(stderr, "memkit: %s: %zu block(s) leaked\n", name_, leaks.size());
+      std::abort();
+    }
+    // Youngest first, so a stack underneath gets them back in LIFO order.
+    for (auto it = leaks.rbegin(); it != leaks.rend(); ++it) {
+      const auto& [p, b] = *it;
+      const std::size_t a = std::max(b.alignment, alignof(detail::debug_header));
+      r_.deallocate(static_cast<char*>(p) - detail::debug_front(guard_, a),
+                    debug_block_size(b.size, a, guard_), a);
+    }
+    live_.clear();
+  }
+
+  Resource r_;
+  debug_options options_;
+  std::size_t guard_;
+  std::unordered_map<void*, live_block> live_;
+  std::unordered_map<void*, dead_block> dead_;
+  std::vector<void*> order_; ///< live blocks in allocation order, kept only with `lifo`
+  std::size_t allocations_ = 0;
+  std::size_t mistakes_ = 0;
+  bool pending_ = false;
+  debug_report pending_report_{};
+  char name_[96];
+};
+
+} // namespace memkit
