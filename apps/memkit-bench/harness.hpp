@@ -1,0 +1,209 @@
+// apps/memkit-bench/harness.hpp: workloads, measurements and the registry that pairs them with
+// variants. Each workload is written once, as a generic lambda over a policy (variants.hpp).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "variants.hpp"
+
+namespace memkit::bench {
+
+/// The knobs of every workload, from the command line. Sizes are multiplied by `scale` (the smoke
+/// test runs everything at a tiny scale).
+struct params {
+  double scale = 1.0;
+  std::size_t iterations = 0; ///< 0: each workload's default
+  // json-tree (seed 003)
+  int tree_depth = 6;
+  int tree_branching = 4;
+  int tree_values = 8;
+  // pairs
+  std::vector<std::size_t> pair_sizes{8, 64, 512, 4096};
+  std::size_t pair_blocks = 10'000;
+  // node-lists (seed 004)
+  std::vector<std::size_t> list_sizes{1'000, 10'000, 100'000, 1'000'000};
+  // false-sharing (seed 001)
+  unsigned threads = 2;
+
+  /// \returns `n` scaled, at least 1.
+  std::size_t scaled(std::size_t n) const noexcept {
+    const auto s = static_cast<std::size_t>(static_cast<double>(n) * scale);
+    return s == 0 ? 1 : s;
+  }
+};
+
+/// What one workload is, independent of the variant running it.
+struct workload {
+  std::string name;
+  std::string unit;       ///< what `items` counts: "requests", "elements", ...
+  double items = 1;       ///< units of work in one iteration (throughput = items / p50)
+  std::size_t iterations; ///< timed iterations by default
+  std::string description;
+};
+
+/// One (workload, variant) measurement: timed iterations after one untimed cold iteration.
+struct measurement {
+  std::vector<double> samples_us;
+  double cold_us = 0; ///< the first iteration with a freshly built policy
+  std::uint64_t hash =
+      0; ///< the result hash of the iterations (all equal, or `consistent` is false)
+  bool consistent = true; ///< every iteration produced the same hash
+  std::size_t peak_rss_kib = 0;
+  std::string note; ///< what a workload reports besides time (huge pages obtained, ...)
+};
+
+/// A runnable (workload, variant) pair.
+struct bench_case {
+  const workload* w;
+  std::string variant;
+  std::function<measurement(std::size_t iterations)> run;
+};
+
+/// Resets the process's peak resident set size, so that each measurement reports its own peak
+/// (Linux >= 4.0: writing 5 to /proc/self/clear_refs resets VmHWM). \returns false if refused.
+bool reset_peak_rss() noexcept;
+/// \returns VmHWM from /proc/self/status, in KiB (0 if unreadable).
+std::size_t peak_rss_kib() noexcept;
+
+/// Hides a value from the optimizer, so a result that is only hashed is still computed.
+template <class T>
+inline void keep(const T& value) noexcept {
+  asm volatile("" : : "r,m"(value) : "memory");
+}
+
+/// FNV-1a, 64-bit (the hash seed 003 uses over labels and values).
+class fnv1a {
+public:
+  void add(const void* data, std::size_t n) noexcept {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      h_ = (h_ ^ p[i]) * 0x100000001b3ULL;
+    }
+  }
+  void add(std::uint64_t v) noexcept { add(&v, sizeof v); }
+  std::uint64_t value() const noexcept { return h_; }
+
+private:
+  std::uint64_t h_ = 0xcbf29ce484222325ULL;
+};
+
+/// splitmix64: a tiny deterministic generator, the same sequence on every platform.
+class rng {
+public:
+  explicit rng(std::uint64_t seed) noexcept : s_(seed) {}
+  std::uint64_t next() noexcept {
+    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  /// \returns a value in [lo, hi].
+  int between(int lo, int hi) noexcept {
+    return lo + static_cast<int>(next() % static_cast<std::uint64_t>(hi - lo + 1));
+  }
+
+private:
+  std::uint64_t s_;
+};
+
+/// Builds a `Policy` from `h`, runs `iteration(policy, note)` once cold and `iterations` times
+/// timed, recycling the policy after each, and records times, hash, peak RSS and the note.
+template <class Policy, class Iteration>
+measurement measure(const hint& h, std::size_t iterations, const Iteration& iteration) {
+  using clock = std::chrono::steady_clock;
+  measurement m;
+  m.samples_us.reserve(iterations);
+  reset_peak_rss();
+  {
+    auto policy = std::make_unique<Policy>(h);
+    std::string note;
+    for (std::size_t i = 0; i <= iterations; ++i) {
+      const auto start = clock::now();
+      const std::uint64_t hash = iteration(*policy, note);
+      policy->recycle();
+      const auto stop = clock::now();
+      const double us = std::chrono::duration<double, std::micro>(stop - start).count();
+      if (i == 0) {
+        m.cold_us = us;
+        m.hash = hash;
+      } else {
+        m.samples_us.push_back(us);
+        m.consistent = m.consistent && hash == m.hash;
+      }
+    }
+    m.note = std::move(note);
+  }
+  m.peak_rss_kib = peak_rss_kib();
+  return m;
+}
+
+template <class... Policies>
+struct policy_list {};
+
+/// The variants that fit a workload allocating objects of many sizes (strings, vectors, trees).
+using general_policies =
+    policy_list<std_policy, arena_policy, multipool_policy, pmr_monotonic_policy,
+                pmr_monotonic_sync_pool_policy, pmr_unsync_pool_policy, pmr_sync_pool_policy,
+                boost_pool_policy>;
+
+/// The variants that fit node containers (list, forward_list, map): one node size, which the
+/// fixed-size peers are told through the hint.
+using node_policies =
+    policy_list<std_policy, node_pool_policy, pool_policy, array_pool_policy, multipool_policy,
+                arena_policy, pmr_monotonic_policy, pmr_monotonic_sync_pool_policy,
+                pmr_unsync_pool_policy, pmr_sync_pool_policy, boost_pool_policy,
+                boost_fast_pool_policy, foonathan_pool_policy>;
+
+/// The (workload, variant) pairs of one run, in registration order.
+class registry {
+public:
+  /// \effects registers `w` and returns the stable copy cases refer to.
+  const workload& add_workload(workload w);
+
+  /// \effects registers `iteration` for `w` under every policy in `Policies`.
+  template <class... Policies, class Iteration>
+  void add(const workload& w, const hint& h, const Iteration& iteration) {
+    (cases_.push_back(
+         bench_case{&w, Policies::name,
+                    [h, iteration](std::size_t n) { return measure<Policies>(h, n, iteration); }}),
+     ...);
+  }
+
+  /// \effects registers `iteration` for `w` under every policy in the list.
+  template <class... Policies, class Iteration>
+  void add(policy_list<Policies...>, const workload& w, const hint& h, const Iteration& iteration) {
+    add<Policies...>(w, h, iteration);
+  }
+
+  const std::vector<bench_case>& cases() const noexcept { return cases_; }
+
+private:
+  std::vector<std::unique_ptr<workload>> workloads_;
+  std::vector<bench_case> cases_;
+};
+
+// Each workload file registers its workloads with every variant that fits them.
+void add_json_tree(registry& r, const params& p);
+void add_vector_strings(registry& r, const params& p);
+void add_lists(registry& r, const params& p);
+void add_containers(registry& r, const params& p);
+void add_pairs(registry& r, const params& p);
+void add_threads_and_pages(registry& r, const params& p);
+
+/// Every workload, in the order the table shows them.
+inline void add_all(registry& r, const params& p) {
+  add_json_tree(r, p);
+  add_vector_strings(r, p);
+  add_lists(r, p);
+  add_containers(r, p);
+  add_pairs(r, p);
+  add_threads_and_pages(r, p);
+}
+
+} // namespace memkit::bench
