@@ -1,5 +1,5 @@
 // memkit/debug_resource.hpp: a checking wrapper around any strategy: guard bytes, fill patterns,
-// a registry of live blocks, and a report naming the resource, the address and the mistake.
+// a registry of blocks, and a report naming the resource, the address and the mistake.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <stdexcept>
 #include <type_traits>
 #include <unordered_map>
@@ -215,8 +216,10 @@ debug_block_size(std::size_t bytes, std::size_t alignment = default_alignment,
 /// other modes leaked blocks are returned to the wrapped resource after the report.
 ///
 /// Not thread-safe, like the strategies it wraps. Each block costs `debug_block_size() - bytes`
-/// extra bytes in the wrapped resource plus a registry entry on the heap; freed addresses are
-/// remembered (to tell a double free from a foreign pointer) until reused, or up to 65536 of them.
+/// extra bytes in the wrapped resource plus a registry entry (on the heap) per address ever handed
+/// out. Entries of freed blocks are kept, to tell a double free from a foreign pointer, and reused
+/// when the address comes back, so a strategy that recycles addresses settles into no registry
+/// allocations; beyond 65536 dead entries they are forgotten.
 template <class Resource>
 class debug_resource {
   static_assert(is_resource_v<Resource>,
@@ -280,12 +283,11 @@ public:
     }
     char* const p = base + detail::debug_front(guard_, a);
     const std::size_t number = allocations_ + 1;
-    if (!remember(p, live_block{bytes, alignment, number})) {
+    if (!remember(p, block_info{bytes, alignment, number, block_state::live})) {
       r_.deallocate(base, total, a);
       return nullptr;
     }
     allocations_ = number;
-    dead_.erase(p);
     const detail::debug_header h{bytes, alignment, number, number ^ detail::debug_cookie};
     std::memset(base, debug_guard_byte, static_cast<std::size_t>(p - base));
     std::memcpy(header_start(p), &h, sizeof(h));
@@ -304,12 +306,12 @@ public:
     if (p == nullptr) {
       return;
     }
-    const auto it = live_.find(p);
-    if (it == live_.end()) {
+    const auto it = blocks_.find(p);
+    if (MEMKIT_UNLIKELY(it == blocks_.end() || it->second.state != block_state::live)) {
       report_unknown(p, bytes, alignment);
       return;
     }
-    const live_block b = it->second;
+    const block_info b = it->second;
     debug_mistake wrong = debug_mistake::leak;
     if (bytes != b.size) {
       wrong = debug_mistake::size_mismatch;
@@ -323,11 +325,11 @@ public:
       return;
     }
     check_guards(static_cast<char*>(p), b, bytes, alignment);
-    live_.erase(it);
     if (options_.lifo) {
       order_.pop_back();
     }
-    bury(static_cast<char*>(p), b, false);
+    bury(static_cast<char*>(p), it->second, block_state::freed);
+    forget_if_too_many();
     const std::size_t a = std::max(b.alignment, alignof(detail::debug_header));
     r_.deallocate(static_cast<char*>(p) - detail::debug_front(guard_, a),
                   debug_block_size(b.size, a, guard_), a);
@@ -359,16 +361,21 @@ public:
   /// are then repainted). O(live blocks).
   /// \throws misuse_error in `deferred_throw` mode if a mistake is pending (then cleared).
   void check() {
-    for (const auto& [p, b] : live_) {
-      check_guards(static_cast<char*>(p), b, b.size, b.alignment);
+    for (const auto& [p, b] : blocks_) {
+      if (b.state == block_state::live) {
+        check_guards(static_cast<char*>(p), b, b.size, b.alignment);
+      }
     }
     throw_pending();
   }
 
   /// \returns whether `p` is a block handed out and not yet freed. O(1).
-  bool is_live(const void* p) const noexcept { return live_.count(const_cast<void*>(p)) != 0; }
+  bool is_live(const void* p) const noexcept {
+    const auto it = blocks_.find(const_cast<void*>(p));
+    return it != blocks_.end() && it->second.state == block_state::live;
+  }
   /// \returns the number of blocks handed out and not yet freed.
-  std::size_t live_blocks() const noexcept { return live_.size(); }
+  std::size_t live_blocks() const noexcept { return live_count_; }
   /// \returns the number of blocks ever handed out; the last one's allocation number.
   std::size_t allocations() const noexcept { return allocations_; }
   /// \returns the number of mistakes found so far, in every mode.
@@ -378,64 +385,79 @@ public:
   const Resource& resource() const noexcept { return r_; }
 
 private:
-  struct live_block {
+  enum class block_state : unsigned char { live, freed, reset };
+
+  struct block_info {
     std::size_t size;
     std::size_t alignment;
     std::size_t number;
-  };
-  struct dead_block {
-    std::size_t number;
-    bool by_reset;
+    block_state state;
   };
 
-  /// Beyond this many remembered frees the memory is cleared: a later double free of a forgotten
-  /// block is then reported as a foreign pointer, still a report. 65536 entries is ~2 MiB.
+  /// Beyond this many remembered dead blocks they are forgotten: a later double free of one is
+  /// then reported as a foreign pointer, still a report. 65536 entries is about 3 MiB.
   static constexpr std::size_t max_remembered_frees = 65536;
 
   char* header_start(char* p) const noexcept { return p - guard_ - sizeof(detail::debug_header); }
 
-  bool remember(char* p, const live_block& b) noexcept {
+  /// Records a new live block. An address seen before reuses its entry, so the steady state of a
+  /// strategy that recycles addresses allocates nothing for the registry.
+  bool remember(char* p, const block_info& b) noexcept {
     try {
-      live_.emplace(p, b);
       if (options_.lifo) {
-        try {
-          order_.push_back(p);
-        } catch (...) {
-          live_.erase(p);
-          return false;
-        }
+        order_.push_back(p);
       }
-      return true;
+      try {
+        const auto [it, inserted] = blocks_.try_emplace(p, b);
+        if (!inserted) {
+          dead_count_ -= it->second.state != block_state::live ? 1 : 0;
+          live_count_ -= it->second.state == block_state::live ? 1 : 0;
+          it->second = b;
+        }
+      } catch (...) {
+        if (options_.lifo) {
+          order_.pop_back();
+        }
+        return false;
+      }
     } catch (...) {
       return false;
     }
+    ++live_count_;
+    return true;
   }
 
-  /// Fills a dead block and remembers it, so a second free is named correctly.
-  void bury(char* p, const live_block& b, bool by_reset) noexcept {
+  /// Fills a block that died and marks it, so a second free is named correctly.
+  void bury(char* p, block_info& b, block_state how) noexcept {
     if (options_.fill) {
       std::memset(p, debug_freed_byte, b.size == 0 ? 1 : b.size);
     }
-    if (dead_.size() >= max_remembered_frees) {
-      dead_.clear();
-    }
-    try {
-      dead_[p] = dead_block{b.number, by_reset};
-    } catch (...) {
-      // Forgetting a freed block only weakens the name of a later report (foreign pointer
-      // instead of double free); it changes nothing else.
-    }
+    b.state = how;
+    --live_count_;
+    ++dead_count_;
   }
 
   void bury_all() noexcept {
-    for (const auto& [p, b] : live_) {
-      bury(static_cast<char*>(p), b, true);
+    for (auto& [p, b] : blocks_) {
+      if (b.state == block_state::live) {
+        bury(static_cast<char*>(p), b, block_state::reset);
+      }
     }
-    live_.clear();
     order_.clear();
+    forget_if_too_many();
   }
 
-  void check_guards(char* p, const live_block& b, std::size_t bytes,
+  void forget_if_too_many() noexcept {
+    if (MEMKIT_LIKELY(dead_count_ <= max_remembered_frees)) {
+      return;
+    }
+    for (auto it = blocks_.begin(); it != blocks_.end();) {
+      it = it->second.state == block_state::live ? std::next(it) : blocks_.erase(it);
+    }
+    dead_count_ = 0;
+  }
+
+  void check_guards(char* p, const block_info& b, std::size_t bytes,
                     std::size_t alignment) noexcept {
     char* const h = header_start(p);
     detail::debug_header stored;
@@ -468,13 +490,15 @@ private:
 
   MEMKIT_NOINLINE MEMKIT_COLD void report_unknown(void* p, std::size_t bytes,
                                                   std::size_t alignment) noexcept {
-    const auto d = dead_.find(p);
-    if (d == dead_.end()) {
+    const auto d = blocks_.find(p);
+    if (d == blocks_.end()) {
       react({debug_mistake::foreign_pointer, name_, p, bytes, alignment, 0, 0, 0});
       return;
     }
-    react({d->second.by_reset ? debug_mistake::use_after_reset : debug_mistake::double_free, name_,
-           p, bytes, alignment, 0, 0, d->second.number});
+    const block_info& b = d->second;
+    react({b.state == block_state::reset ? debug_mistake::use_after_reset
+                                         : debug_mistake::double_free,
+           name_, p, bytes, alignment, b.size, b.alignment, b.number});
   }
 
   MEMKIT_NOINLINE MEMKIT_COLD void react(const debug_report& r) noexcept {
@@ -509,12 +533,16 @@ private:
 
   /// Reports every live block as a leak, oldest first, then frees them in the wrapped resource.
   void report_leaks() noexcept {
-    if (live_.empty()) {
+    if (live_count_ == 0) {
       return;
     }
-    std::vector<std::pair<void*, live_block>> leaks;
+    std::vector<std::pair<void*, block_info>> leaks;
     try {
-      leaks.assign(live_.begin(), live_.end());
+      for (const auto& entry : blocks_) {
+        if (entry.second.state == block_state::live) {
+          leaks.push_back(entry);
+        }
+      }
     } catch (...) {
       leaks.clear();
     }
@@ -543,15 +571,18 @@ private:
       r_.deallocate(static_cast<char*>(p) - detail::debug_front(guard_, a),
                     debug_block_size(b.size, a, guard_), a);
     }
-    live_.clear();
+    blocks_.clear();
+    live_count_ = 0;
   }
 
   Resource r_;
   debug_options options_;
   std::size_t guard_;
-  std::unordered_map<void*, live_block> live_;
-  std::unordered_map<void*, dead_block> dead_;
+  /// Every block handed out, live or dead, by address: O(1) per call.
+  std::unordered_map<void*, block_info> blocks_;
   std::vector<void*> order_; ///< live blocks in allocation order, kept only with `lifo`
+  std::size_t live_count_ = 0;
+  std::size_t dead_count_ = 0;
   std::size_t allocations_ = 0;
   std::size_t mistakes_ = 0;
   bool pending_ = false;

@@ -1,0 +1,45 @@
+// bench/debug_resource_bench.cpp: the cost of memkit::debug_resource over the strategy it wraps
+// (BM_Debug<Variant>_<Pattern> against BM_<Variant>_<Pattern>).
+
+#include <memkit/arena.hpp>
+#include <memkit/debug_resource.hpp>
+#include <memkit/multipool.hpp>
+#include <memkit/pool.hpp>
+#include <memkit/stack.hpp>
+
+#include "patterns.hpp"
+
+namespace memkit::bench {
+namespace {
+
+// Each wraps the strategy set up as in its own benchmark, with the default debug options (guards,
+// fill patterns, abort on a mistake), so the difference is what a user pays for switching it on.
+// A pool's blocks must hold the debug header and guards as well as the payload.
+struct debug_pool_variant : resource_variant<debug_resource<pool<>>> {
+  debug_pool_variant()
+      : resource_variant(debug_options{}, debug_block_size(block_size, block_alignment),
+                         block_alignment) {}
+};
+
+struct debug_stack_variant : resource_variant<debug_resource<stack<>>> {
+  debug_stack_variant()
+      : resource_variant(debug_options{},
+                         live_blocks *
+                             (debug_block_size(block_size, block_alignment) + 2 * sizeof(void*))) {}
+};
+
+struct debug_multipool_variant : resource_variant<debug_resource<multipool<>>> {
+  debug_multipool_variant() : resource_variant(debug_options{}) {}
+};
+
+struct debug_arena_variant : resource_variant<debug_resource<arena<>>> {
+  debug_arena_variant() : resource_variant(debug_options{}) {}
+};
+
+const bool registered = register_alloc_free<debug_pool_variant>("DebugPool") &&
+                        register_alloc_free<debug_multipool_variant>("DebugMultipool") &&
+                        register_alloc_free<debug_stack_variant>("DebugStack", true) &&
+                        register_alloc<debug_arena_variant>("DebugArena");
+
+} // namespace
+} // namespace memkit::bench
