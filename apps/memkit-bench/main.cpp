@@ -226,6 +226,7 @@ int run(const options& o) {
   std::vector<std::vector<measurement>> measurements(chosen.size());
   const std::size_t total = chosen.size() * o.repeat;
   std::size_t done = 0;
+  std::vector<std::string> failed;
   for (unsigned rep = 0; rep < o.repeat; ++rep) {
     for (std::size_t i = 0; i < chosen.size(); ++i) {
       const bench_case& c = *chosen[i];
@@ -233,7 +234,14 @@ int run(const options& o) {
       const std::string shown = child ? o.as_replacement : c.variant;
       std::fprintf(stderr, "[%4zu/%zu] %-24s %-24s %zu iterations", ++done, total,
                    c.w->name.c_str(), shown.c_str(), n);
-      measurements[i].push_back(c.run(n));
+      std::string error;
+      measurements[i].push_back(run_isolated(c, n, error));
+      if (!error.empty()) {
+        std::fprintf(stderr, "  ERROR: %s\n", error.c_str());
+        failed.push_back(c.w->name + " / " + shown + ": " + error);
+        measurements[i].pop_back();
+        continue;
+      }
       const auto& m = measurements[i].back();
       auto sorted = m.samples_us;
       std::sort(sorted.begin(), sorted.end());
@@ -242,10 +250,16 @@ int run(const options& o) {
   }
   std::vector<result> rows;
   for (std::size_t i = 0; i < chosen.size(); ++i) {
-    rows.push_back(summarize(*chosen[i]->w, chosen[i]->variant, measurements[i]));
+    if (!measurements[i].empty()) {
+      rows.push_back(summarize(*chosen[i]->w, chosen[i]->variant, measurements[i]));
+    }
   }
 
-  bool ok = child || run_replacements(o, chosen_workloads, rows);
+  bool ok = failed.empty();
+  for (const auto& f : failed) {
+    std::cerr << "memkit-bench: ERROR: " << f << "\n";
+  }
+  ok = (child || run_replacements(o, chosen_workloads, rows)) && ok;
   if (!compare_rows(rows)) {
     std::cerr << "memkit-bench: ERROR: result hashes disagree (rows marked HASH MISMATCH)\n";
     ok = false;
