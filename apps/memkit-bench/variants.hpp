@@ -51,7 +51,14 @@ public:
     return {};
   }
   void* allocate(std::size_t bytes, std::size_t) { return ::operator new(bytes); }
-  void deallocate(void* p, std::size_t bytes, std::size_t) noexcept { ::operator delete(p, bytes); }
+  void deallocate(void* p, std::size_t bytes, std::size_t) noexcept {
+#if defined(__cpp_sized_deallocation) // clang 14 leaves sized deallocation off by default
+    ::operator delete(p, bytes);
+#else
+    (void)bytes;
+    ::operator delete(p);
+#endif
+  }
   void recycle() noexcept {}
 };
 
