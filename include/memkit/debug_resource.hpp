@@ -135,6 +135,7 @@ enum class debug_reaction {
 struct debug_options {
   debug_reaction reaction = debug_reaction::abort;
   /// Called for every mistake in `handler` mode; empty: the report is printed to stderr instead.
+  /// It is called from noexcept functions, so it must not throw.
   std::function<void(const debug_report&)> handler;
   /// Check that blocks are freed in reverse allocation order (a stack's contract).
   bool lifo = false;
@@ -312,16 +313,9 @@ public:
       return;
     }
     const block_info b = it->second;
-    debug_mistake wrong = debug_mistake::leak;
-    if (bytes != b.size) {
-      wrong = debug_mistake::size_mismatch;
-    } else if (alignment != b.alignment) {
-      wrong = debug_mistake::alignment_mismatch;
-    } else if (options_.lifo && order_.back() != p) {
-      wrong = debug_mistake::lifo_violation;
-    }
-    if (wrong != debug_mistake::leak) {
-      react({wrong, name_, p, bytes, alignment, b.size, b.alignment, b.number});
+    if (MEMKIT_UNLIKELY(bytes != b.size || alignment != b.alignment ||
+                        (options_.lifo && order_.back() != p))) {
+      report_wrong_call(p, bytes, alignment, b);
       return;
     }
     check_guards(static_cast<char*>(p), b, bytes, alignment);
@@ -358,7 +352,7 @@ public:
   }
 
   /// \effects checks the guards of every live block, reporting each damaged one once (its guards
-  /// are then repainted). O(live blocks).
+  /// are then repainted). O(addresses in the registry).
   /// \throws misuse_error in `deferred_throw` mode if a mistake is pending (then cleared).
   void check() {
     for (const auto& [p, b] : blocks_) {
@@ -499,6 +493,15 @@ private:
     react({b.state == block_state::reset ? debug_mistake::use_after_reset
                                          : debug_mistake::double_free,
            name_, p, bytes, alignment, b.size, b.alignment, b.number});
+  }
+
+  MEMKIT_NOINLINE MEMKIT_COLD void report_wrong_call(void* p, std::size_t bytes,
+                                                     std::size_t alignment,
+                                                     const block_info& b) noexcept {
+    const debug_mistake m = bytes != b.size            ? debug_mistake::size_mismatch
+                            : alignment != b.alignment ? debug_mistake::alignment_mismatch
+                                                       : debug_mistake::lifo_violation;
+    react({m, name_, p, bytes, alignment, b.size, b.alignment, b.number});
   }
 
   MEMKIT_NOINLINE MEMKIT_COLD void react(const debug_report& r) noexcept {
