@@ -22,45 +22,9 @@
 
 namespace memkit {
 
-/// What a `debug_resource` found. The first five are the `memkit::misuse` kinds of the same name;
-/// the others need the debug layer's guards, fill patterns or registry to be seen at all.
-enum class debug_mistake {
-  foreign_pointer,    ///< `deallocate` of a pointer this resource never handed out
-  double_free,        ///< `deallocate` of a block already freed
-  size_mismatch,      ///< `deallocate` with a size the block was not allocated with
-  alignment_mismatch, ///< `deallocate` with an alignment the block was not allocated with
-  lifo_violation,     ///< with `debug_options::lifo`: a block freed while a younger one is live
-  overrun,            ///< the guard bytes after the block were written
-  underrun,           ///< the guard bytes (or the header) before the block were written
-  use_after_reset,    ///< `deallocate` of a block that died in `reset()` or `release()`
-  leak,               ///< a block still live when the resource is destroyed
-};
-
-/// \returns a short, stable name for `m`, as used in reports; the misuse kinds use
-/// `to_string(misuse)`'s words.
-constexpr const char* to_string(debug_mistake m) noexcept {
-  switch (m) {
-  case debug_mistake::foreign_pointer:
-    return to_string(misuse::foreign_pointer);
-  case debug_mistake::double_free:
-    return to_string(misuse::double_free);
-  case debug_mistake::size_mismatch:
-    return to_string(misuse::size_mismatch);
-  case debug_mistake::alignment_mismatch:
-    return to_string(misuse::alignment_mismatch);
-  case debug_mistake::lifo_violation:
-    return to_string(misuse::lifo_violation);
-  case debug_mistake::overrun:
-    return "buffer overrun";
-  case debug_mistake::underrun:
-    return "buffer underrun";
-  case debug_mistake::use_after_reset:
-    return "use after reset";
-  case debug_mistake::leak:
-    return "leak";
-  }
-  return "unknown mistake";
-}
+/// What a `debug_resource` found: a `memkit::misuse` kind. `overrun`, `underrun`, `use_after_reset`
+/// and `leak` need the debug layer's guards, fill patterns or registry to be seen at all.
+using debug_mistake = misuse;
 
 /// One mistake found by a `debug_resource`: the `misuse_report` fields, plus what the registry
 /// knew about the block (zero when the pointer matched no block).
@@ -74,20 +38,11 @@ struct debug_report {
   std::size_t block_alignment; ///< the alignment the block was allocated with
   std::size_t allocation;      ///< the block's allocation number, from 1; 0 if unknown
 
-  /// \returns whether the mistake is a `memkit::misuse` kind, and if so writes its report to `out`.
-  bool to_misuse_report(misuse_report& out) const noexcept {
-    if (mistake > debug_mistake::lifo_violation) {
-      return false;
-    }
-    out = misuse_report{static_cast<misuse>(static_cast<int>(mistake)), resource, pointer, size,
-                        alignment};
-    return true;
+  /// \returns the report as the process-wide misuse handler takes it.
+  misuse_report to_misuse_report() const noexcept {
+    return misuse_report{mistake, resource, pointer, size, alignment};
   }
 };
-
-static_assert(static_cast<int>(debug_mistake::lifo_violation) ==
-                  static_cast<int>(misuse::lifo_violation),
-              "the first debug_mistake kinds mirror memkit::misuse");
 
 /// Writes `r` as one line, `memkit::debug_resource<memkit::pool>: double free at 0x... (size 32,
 /// alignment 16; block #3 of size 32, alignment 16)`, into `buffer` (truncated to `n`; never

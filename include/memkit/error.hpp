@@ -97,6 +97,10 @@ enum class misuse {
   alignment_mismatch, ///< `deallocate` got an alignment the block was not allocated with
   lifo_violation,     ///< a stack block freed while a younger block is still live
   bad_marker,         ///< a marker that does not belong to this resource or is ahead of its top
+  overrun,            ///< bytes after the block were written (seen by the debug layer's guards)
+  underrun,           ///< bytes before the block were written (seen by the debug layer's guards)
+  use_after_reset,    ///< a block that died in `reset()` / `release()` was freed
+  leak,               ///< a block still live when the resource was destroyed
 };
 
 /// \returns a short, stable name for `kind`, as used in reports.
@@ -114,6 +118,14 @@ constexpr const char* to_string(misuse kind) noexcept {
     return "LIFO violation";
   case misuse::bad_marker:
     return "bad marker";
+  case misuse::overrun:
+    return "buffer overrun";
+  case misuse::underrun:
+    return "buffer underrun";
+  case misuse::use_after_reset:
+    return "use after reset";
+  case misuse::leak:
+    return "leak";
   }
   return "unknown misuse";
 }
