@@ -24,11 +24,13 @@ bool reset_peak_rss() noexcept {
   return static_cast<bool>(out);
 }
 
-std::size_t peak_rss_kib() noexcept {
+namespace {
+
+std::size_t status_kib(const char* field) noexcept {
   std::ifstream in("/proc/self/status");
   std::string key;
   while (in >> key) {
-    if (key == "VmHWM:") {
+    if (key == field) {
       std::size_t kib = 0;
       in >> kib;
       return kib;
@@ -36,6 +38,12 @@ std::size_t peak_rss_kib() noexcept {
   }
   return 0;
 }
+
+} // namespace
+
+std::size_t peak_rss_kib() noexcept { return status_kib("VmHWM:"); }
+
+std::size_t rss_kib() noexcept { return status_kib("VmRSS:"); }
 
 namespace {
 

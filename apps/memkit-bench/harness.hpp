@@ -76,6 +76,8 @@ measurement run_isolated(const bench_case& c, std::size_t iterations, std::strin
 bool reset_peak_rss() noexcept;
 /// \returns VmHWM from /proc/self/status, in KiB (0 if unreadable).
 std::size_t peak_rss_kib() noexcept;
+/// \returns VmRSS from /proc/self/status, in KiB (0 if unreadable).
+std::size_t rss_kib() noexcept;
 
 /// Hides a value from the optimizer, so a result that is only hashed is still computed.
 template <class T>
@@ -109,9 +111,11 @@ public:
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
   }
-  /// \returns a value in [lo, hi].
+  /// \returns a value in [lo, hi], by Lemire's multiply-shift rather than a division: a
+  /// workload's generator must cost little next to the allocations it drives.
   int between(int lo, int hi) noexcept {
-    return lo + static_cast<int>(next() % static_cast<std::uint64_t>(hi - lo + 1));
+    const std::uint64_t range = static_cast<std::uint64_t>(hi - lo) + 1;
+    return lo + static_cast<int>(((next() >> 32) * range) >> 32);
   }
 
 private:
@@ -126,6 +130,7 @@ measurement measure(const hint& h, std::size_t iterations, const Iteration& iter
   measurement m;
   m.samples_us.reserve(iterations);
   reset_peak_rss();
+  const std::size_t rss_before = rss_kib();
   {
     auto policy = std::make_unique<Policy>(h);
     std::string note;
@@ -145,7 +150,8 @@ measurement measure(const hint& h, std::size_t iterations, const Iteration& iter
     }
     m.note = std::move(note);
   }
-  m.peak_rss_kib = peak_rss_kib();
+  const std::size_t peak = peak_rss_kib();
+  m.peak_rss_kib = peak > rss_before ? peak - rss_before : 0;
   return m;
 }
 

@@ -31,6 +31,10 @@ struct json_node {
 /// Every request seeds its generator alike, so every request builds the same tree (seed 003).
 constexpr std::uint64_t tree_seed = 0x5eed;
 
+/// Seed 003: labels of 12 to 28 characters, so most are beyond libstdc++'s 15-character SSO.
+constexpr int min_label = 12;
+constexpr int max_label = 28;
+
 struct tree_shape {
   int depth;
   int branching;
@@ -45,10 +49,15 @@ int child_cap(const tree_shape& s, int depth) {
 
 template <class Policy>
 void build(json_node<Policy>& n, Policy& p, rng& g, const tree_shape& s, int depth) {
-  const int length = g.between(12, 28);
+  // A parser knows a label's length before storing it: one allocation of the exact size.
+  char label[max_label];
+  const int length = g.between(min_label, max_label);
+  std::uint64_t bits = 0;
   for (int i = 0; i < length; ++i) {
-    n.label.push_back(static_cast<char>('a' + g.between(0, 25)));
+    bits = i % 8 == 0 ? g.next() : bits >> 8; // eight letters from each random number
+    label[i] = static_cast<char>('a' + (bits & 0xff) % 26);
   }
+  n.label.assign(label, static_cast<std::size_t>(length));
   const int values = g.between(0, s.values);
   for (int i = 0; i < values; ++i) {
     n.values.push_back(static_cast<int>(g.next() & 0xffff));
@@ -56,7 +65,9 @@ void build(json_node<Policy>& n, Policy& p, rng& g, const tree_shape& s, int dep
   if (depth + 1 >= s.depth) {
     return;
   }
-  const int children = g.between(0, child_cap(s, depth));
+  // The root is the request document: it always has all its fields, so no seed can make the
+  // whole request a single node.
+  const int children = depth == 0 ? s.branching : g.between(0, child_cap(s, depth));
   for (int i = 0; i < children; ++i) {
     build(n.children.emplace_back(p), p, g, s, depth + 1);
   }

@@ -35,7 +35,7 @@ struct options {
   params p;
   std::vector<std::string> workloads;
   std::vector<std::string> variants;
-  unsigned repeat = 1;
+  unsigned repeat = 3; // interleaved, so a burst of load from elsewhere hits every variant alike
   std::string json_file;
   std::string csv_file;
   std::string report_dir;
@@ -309,7 +309,7 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", o.p.iterations,
                  "timed iterations per workload (default: per workload)");
   app.add_option("--repeat", o.repeat,
-                 "repetitions of the whole set, interleaved; samples are pooled")
+                 "repetitions of the whole set, interleaved; samples are pooled (default 3)")
       ->check(CLI::Range(1u, 1000u));
   app.add_option("--scale", o.p.scale, "multiplies every workload's element counts (default 1)")
       ->check(CLI::PositiveNumber);

@@ -19,7 +19,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 SUPPORTED_SCHEMA = 1
 
@@ -72,6 +72,10 @@ def distribution_chart(workload, rows, path):
         ax.plot(values, range(len(values)), style, label=r["variant"],
                 linewidth=2.2 if r["variant"] == "std" else 1.3)
     ax.set_xscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.xaxis.set_major_formatter(plain)
+    ax.xaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_xlabel("µs per iteration (log scale)")
     ax.set_ylabel("percentile")
     ax.set_yticks([0, 25, 50, 75, 90, 99])

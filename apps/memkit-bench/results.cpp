@@ -181,7 +181,8 @@ void print_tables(std::ostream& out, const std::vector<result>& rows, const run_
     if (r.workload != current) {
       current = r.workload;
       out << "\n== " << r.workload << (info.optimized ? "" : "  [UNOPTIMIZED]")
-          << "  (times per iteration in us, throughput in " << r.unit << "/s)\n";
+          << "  (times per iteration in us, throughput in " << r.unit
+          << "/s, +peak: peak RSS above the start)\n";
       out << std::left << std::setw(24) << "variant" << std::right << std::setw(10) << "cold"
           << std::setw(10) << "min" << std::setw(10) << "p50" << std::setw(10) << "p99"
           << std::setw(10) << "max" << std::setw(15) << "throughput" << std::setw(8) << "vs std"
