@@ -254,9 +254,9 @@ TEST(FixedPool, ReportsForeignPointersAndKeepsItsState) {
   void* a = pool.allocate(32);
   void* b = pool.allocate(32);
   alignas(std::max_align_t) std::byte local[64]{};
-  pool.deallocate(local, 32); // outside the storage
-  pool.deallocate(static_cast<char*>(a) + 8, 8, 8);    // inside a block
-  pool.deallocate(static_cast<char*>(b) + 32, 32);     // never handed out
+  pool.deallocate(local, 32);                       // outside the storage
+  pool.deallocate(static_cast<char*>(a) + 8, 8, 8); // inside a block
+  pool.deallocate(static_cast<char*>(b) + 32, 32);  // never handed out
   pool.deallocate(reinterpret_cast<void*>(memkit::detail::address(buf.bytes) - 32), 32);
   EXPECT_EQ(rec.count(misuse::foreign_pointer), 4u);
   ASSERT_EQ(rec.reports().size(), 4u);

@@ -103,7 +103,10 @@ public:
   /// reported as a misuse (docs/bad-input.md) and otherwise ignored.
   void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     const std::size_t i = index_of(p);
-    if (MEMKIT_UNLIKELY(i >= carved_ || !fits(bytes, alignment) || stack_[top_] == i)) {
+    // The range check stays on without MEMKIT_DEALLOCATE_CHECKS: it also screens out null, and an
+    // index outside the array would be pushed.
+    if (MEMKIT_UNLIKELY(i >= carved_ ||
+                        (deallocate_checks && (!fits(bytes, alignment) || stack_[top_] == i)))) {
       reject(p, bytes, alignment);
       return;
     }
@@ -189,18 +192,11 @@ private:
 
   MEMKIT_NOINLINE MEMKIT_COLD void reject(void* p, std::size_t bytes,
                                           std::size_t alignment) const noexcept {
-    if (p == nullptr) {
-      return;
+    if (p != nullptr) {
+      report_misuse(
+          detail::classify_block_misuse(owns(p), bytes, alignment, block_size_, block_alignment_),
+          name(), p, bytes, alignment);
     }
-    misuse kind = misuse::double_free;
-    if (!owns(p)) {
-      kind = misuse::foreign_pointer;
-    } else if (bytes > block_size_) {
-      kind = misuse::size_mismatch;
-    } else if (!detail::is_alignment_within(alignment, block_alignment_)) {
-      kind = misuse::alignment_mismatch;
-    }
-    report_misuse(kind, name(), p, bytes, alignment);
   }
 
   unsigned char* storage_ = nullptr;

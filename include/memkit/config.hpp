@@ -24,7 +24,24 @@
 #define MEMKIT_COLD
 #endif
 
+/// Whether `deallocate` of the free-list strategies (fixed_pool, array_pool, pool, multipool) runs
+/// its O(1) misuse checks: size and alignment mismatch, freeing the most recently freed block
+/// again, and, where a range check finds it, a foreign pointer (docs/bad-input.md). Like `assert`,
+/// on unless NDEBUG is defined; define it to 0 or 1 to choose. The checks cost about a third of a
+/// pool's alloc+free pair in docs/BENCHMARKS.md, hence off in release builds. The stack's LIFO
+/// check does not depend on it: it is on in every build. Must agree across translation units.
+#if !defined(MEMKIT_DEALLOCATE_CHECKS)
+#if defined(NDEBUG)
+#define MEMKIT_DEALLOCATE_CHECKS 0
+#else
+#define MEMKIT_DEALLOCATE_CHECKS 1
+#endif
+#endif
+
 namespace memkit {
+
+/// `MEMKIT_DEALLOCATE_CHECKS` as a constant for `if constexpr`.
+inline constexpr bool deallocate_checks = MEMKIT_DEALLOCATE_CHECKS != 0;
 
 /// Size of a cache line on the targets memkit is tuned for (x86-64, AArch64 server parts).
 /// libstdc++ 12 warns when `std::hardware_destructive_interference_size` is used in headers

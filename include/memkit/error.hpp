@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "config.hpp"
+#include "detail/align.hpp"
 
 namespace memkit {
 
@@ -165,6 +166,27 @@ inline misuse_handler set_misuse_handler(misuse_handler handler) noexcept {
 }
 
 inline misuse_handler get_misuse_handler() noexcept { return detail::misuse_handler_slot().load(); }
+
+namespace detail {
+
+/// Which mistake a rejected `deallocate` of a fixed-block strategy made, given whether the strategy
+/// owns `p`: foreign pointer, then size, then alignment; a block that passes all three was free.
+constexpr misuse classify_block_misuse(bool owned, std::size_t bytes, std::size_t alignment,
+                                       std::size_t block_size,
+                                       std::size_t block_alignment) noexcept {
+  if (!owned) {
+    return misuse::foreign_pointer;
+  }
+  if (bytes > block_size) {
+    return misuse::size_mismatch;
+  }
+  if (!is_alignment_within(alignment, block_alignment)) {
+    return misuse::alignment_mismatch;
+  }
+  return misuse::double_free;
+}
+
+} // namespace detail
 
 /// Reports a misuse through the installed handler. Cold: only reached on a caller's mistake.
 MEMKIT_NOINLINE MEMKIT_COLD inline void report_misuse(misuse kind, const char* resource,

@@ -117,8 +117,12 @@ public:
   /// that `try_allocate` would refuse, or the block freed last (still the head of the free list) is
   /// reported as a misuse (docs/bad-input.md) and otherwise ignored.
   void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
-    if (MEMKIT_UNLIKELY(!owns(p) || !fits(bytes, alignment) || p == free_)) {
-      reject(p, bytes, alignment);
+    if constexpr (deallocate_checks) {
+      if (MEMKIT_UNLIKELY(!owns(p) || !fits(bytes, alignment) || p == free_)) {
+        reject(p, bytes, alignment);
+        return;
+      }
+    } else if (p == nullptr) {
       return;
     }
     free_ = ::new (p) node{free_};
@@ -155,18 +159,11 @@ private:
 
   MEMKIT_NOINLINE MEMKIT_COLD void reject(void* p, std::size_t bytes,
                                           std::size_t alignment) const noexcept {
-    if (p == nullptr) {
-      return;
+    if (p != nullptr) {
+      report_misuse(
+          detail::classify_block_misuse(owns(p), bytes, alignment, block_size_, block_alignment_),
+          name(), p, bytes, alignment);
     }
-    misuse kind = misuse::double_free;
-    if (!owns(p)) {
-      kind = misuse::foreign_pointer;
-    } else if (bytes > block_size_) {
-      kind = misuse::size_mismatch;
-    } else if (!detail::is_alignment_within(alignment, block_alignment_)) {
-      kind = misuse::alignment_mismatch;
-    }
-    report_misuse(kind, name(), p, bytes, alignment);
   }
 
   node* free_ = nullptr;

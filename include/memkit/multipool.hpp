@@ -401,7 +401,8 @@ private:
 
   void push(std::size_t i, void* p, std::size_t bytes, std::size_t alignment) noexcept {
     bin& b = bins_[i];
-    if (MEMKIT_UNLIKELY(p == b.free || p == nullptr || !detail::in_range(p, storage_, span_))) {
+    if (MEMKIT_UNLIKELY(p == nullptr || (deallocate_checks &&
+                                         (p == b.free || !detail::in_range(p, storage_, span_))))) {
       reject(p, bytes, alignment);
       return;
     }

@@ -124,7 +124,8 @@ public:
   /// \requires `p` came from this pool and is in use. Checked in O(1) only for the cases listed in
   /// the class comment; owns(p) is the exact (O(chunks)) test.
   void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
-    if (MEMKIT_UNLIKELY(p == nullptr || p == free_ || !fits(bytes, alignment))) {
+    if (MEMKIT_UNLIKELY(p == nullptr ||
+                        (deallocate_checks && (p == free_ || !fits(bytes, alignment))))) {
       deallocate_slow(p, bytes, alignment);
       return;
     }

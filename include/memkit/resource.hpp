@@ -14,7 +14,8 @@
 namespace memkit {
 
 /// `max_alignment()` of resources that honour any power of two the platform can represent.
-inline constexpr std::size_t unbounded_alignment = (std::numeric_limits<std::size_t>::max() >> 1) + 1;
+inline constexpr std::size_t unbounded_alignment =
+    (std::numeric_limits<std::size_t>::max() >> 1) + 1;
 
 /// `max_size()` of resources limited only by the address space; larger sizes cannot be objects.
 inline constexpr std::size_t unbounded_size =
@@ -49,8 +50,8 @@ void* allocate_or_throw(Resource& r, std::size_t bytes, std::size_t alignment) {
 template <class R, class = void>
 struct has_owns : std::false_type {};
 template <class R>
-struct has_owns<R, std::void_t<decltype(std::declval<const R&>().owns(nullptr))>>
-    : std::true_type {};
+struct has_owns<R, std::void_t<decltype(std::declval<const R&>().owns(nullptr))>> : std::true_type {
+};
 
 template <class R, class = void>
 struct has_release : std::false_type {};
@@ -72,9 +73,9 @@ struct is_resource<
                    decltype(std::declval<const R&>().max_size()),
                    decltype(std::declval<const R&>().max_alignment()),
                    decltype(std::declval<const R&>().name())>>
-    : std::bool_constant<noexcept(std::declval<R&>().try_allocate(std::size_t{}, std::size_t{})) &&
-                         noexcept(std::declval<R&>().deallocate(nullptr, std::size_t{},
-                                                                std::size_t{}))> {};
+    : std::bool_constant<
+          noexcept(std::declval<R&>().try_allocate(std::size_t{}, std::size_t{}))&& noexcept(
+              std::declval<R&>().deallocate(nullptr, std::size_t{}, std::size_t{}))> {};
 
 } // namespace detail
 
@@ -91,7 +92,8 @@ inline constexpr bool has_owns_v = detail::has_owns<R>::value;
 /// \requires the referenced resource outlives the handle and every copy of it.
 template <class Resource>
 class resource_ref {
-  static_assert(is_resource_v<Resource>, "resource_ref<R>: R must implement the resource interface");
+  static_assert(is_resource_v<Resource>,
+                "resource_ref<R>: R must implement the resource interface");
 
 public:
   explicit resource_ref(Resource& r) noexcept : r_(&r) {}
