@@ -266,6 +266,7 @@ int run(const options& o) {
   }
   if (!child) {
     print_tables(std::cout, rows, info);
+    print_targets(std::cout, check_targets(rows));
   }
   const nlohmann::json doc = to_json(rows, info);
   if (!o.json_file.empty()) {

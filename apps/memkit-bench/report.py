@@ -177,6 +177,9 @@ def main(argv):
     warning = "" if doc.get("optimized") else (
         "<p class='warn'>UNOPTIMIZED BUILD: these timings say nothing about speed. "
         "Build with CMAKE_BUILD_TYPE=Release.</p>")
+    targets = "".join(
+        f"<li>{'met' if t['met'] else '<b>MISSED</b>'}: {html.escape(t['target'])}: "
+        f"{html.escape(t['measured'])}</li>" for t in doc.get("targets", []))
     contents = " · ".join(f"<a href='#{safe(w)}'>{html.escape(w)}</a>" for w in workloads)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>memkit-bench report</title>
@@ -196,6 +199,8 @@ td:first-child, td:last-child {{ text-align: left; }}
 <p>Times are per iteration of each workload; p50 is the median, p99 the 99th percentile of the
 timed iterations; "cold" is the first iteration with a freshly built allocator, not counted in the
 others. Speed-up is std's p50 over the variant's p50.</p>
+<h2>Speed targets (issue 5)</h2>
+<ul>{targets}</ul>
 <h2>Speed-up over std</h2>
 <img src="speedup.png" alt="speed-up heat map">
 <p>{contents}</p>

@@ -202,6 +202,65 @@ void print_tables(std::ostream& out, const std::vector<result>& rows, const run_
   }
 }
 
+std::vector<target_check> check_targets(const std::vector<result>& rows) {
+  auto find = [&](const std::string& workload, const std::string& variant) -> const result* {
+    for (const auto& r : rows) {
+      if (r.workload == workload && r.variant == variant) {
+        return &r;
+      }
+    }
+    return nullptr;
+  };
+  auto best_memkit = [&](const std::string& workload) -> const result* {
+    const result* best = nullptr;
+    for (const auto& r : rows) {
+      if (r.workload == workload && r.variant.rfind("memkit-", 0) == 0 &&
+          (best == nullptr || r.p50_us < best->p50_us)) {
+        best = &r;
+      }
+    }
+    return best;
+  };
+  std::vector<target_check> out;
+  auto ratio = [&](const std::string& workload, double wanted) {
+    const result* best = best_memkit(workload);
+    if (best == nullptr || find(workload, "std") == nullptr) {
+      return;
+    }
+    out.push_back({workload + ": best memkit variant at least " + fixed(wanted, 1) + "x std at p50",
+                   best->speedup_vs_std >= wanted,
+                   best->variant + " " + fixed(best->speedup_vs_std, 2) + "x"});
+  };
+  ratio("json-tree", 1.6);
+  if (const result* best = best_memkit("json-tree"); best != nullptr) {
+    if (const result* seed = find("json-tree", "pmr-monotonic-sync-pool"); seed != nullptr) {
+      out.push_back({"json-tree: best memkit variant ahead of seed 003's pmr configuration at p50",
+                     best->p50_us < seed->p50_us,
+                     best->variant + " " + fixed(best->p50_us, 2) + " us vs " +
+                         fixed(seed->p50_us, 2) + " us"});
+    }
+    if (const result* std_row = find("json-tree", "std"); std_row != nullptr) {
+      out.push_back({"json-tree: its p99 no worse than std's", best->p99_us <= std_row->p99_us,
+                     best->variant + " " + fixed(best->p99_us, 2) + " us vs std " +
+                         fixed(std_row->p99_us, 2) + " us"});
+    }
+  }
+  ratio("vector-strings-native", 1.5);
+  ratio("list-1m", 1.8);
+  ratio("containers-map", 1.3);
+  return out;
+}
+
+void print_targets(std::ostream& out, const std::vector<target_check>& targets) {
+  if (targets.empty()) {
+    return;
+  }
+  out << "\n== speed targets (issue 5; one run, medians)\n";
+  for (const auto& t : targets) {
+    out << (t.met ? "  met     " : "  MISSED  ") << t.target << ": " << t.measured << "\n";
+  }
+}
+
 nlohmann::json to_json(const std::vector<result>& rows, const run_info& info) {
   nlohmann::json doc;
   doc["schema"] = schema_version;
@@ -213,6 +272,10 @@ nlohmann::json to_json(const std::vector<result>& rows, const run_info& info) {
                     {"thp_policy", info.thp_policy},
                     {"compiler", info.compiler}};
   doc["options"] = info.options;
+  auto& targets = doc["targets"] = nlohmann::json::array();
+  for (const auto& t : check_targets(rows)) {
+    targets.push_back({{"target", t.target}, {"met", t.met}, {"measured", t.measured}});
+  }
   auto& out = doc["results"] = nlohmann::json::array();
   for (const auto& r : rows) {
     out.push_back({{"workload", r.workload},

@@ -70,6 +70,19 @@ run_info describe_run();
 /// Prints one table per workload, in the order of `rows`.
 void print_tables(std::ostream& out, const std::vector<result>& rows, const run_info& info);
 
+/// One of issue 5's speed targets, checked on the rows of a run.
+struct target_check {
+  std::string target;
+  bool met = false;
+  std::string measured;
+};
+
+/// \returns issue 5's speed targets for the workloads present in `rows` (ratios at p50 of the
+/// best memkit variant over std). Reported, not enforced: one run on a shared machine is noisy.
+std::vector<target_check> check_targets(const std::vector<result>& rows);
+
+void print_targets(std::ostream& out, const std::vector<target_check>& targets);
+
 nlohmann::json to_json(const std::vector<result>& rows, const run_info& info);
 /// \returns the rows of a document written by to_json. \throws nlohmann::json::exception.
 std::vector<result> rows_from_json(const nlohmann::json& doc);
