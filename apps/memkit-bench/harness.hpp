@@ -79,12 +79,6 @@ std::size_t peak_rss_kib() noexcept;
 /// \returns VmRSS from /proc/self/status, in KiB (0 if unreadable).
 std::size_t rss_kib() noexcept;
 
-/// Hides a value from the optimizer, so a result that is only hashed is still computed.
-template <class T>
-inline void keep(const T& value) noexcept {
-  asm volatile("" : : "r,m"(value) : "memory");
-}
-
 /// FNV-1a, 64-bit (the hash seed 003 uses over labels and values).
 class fnv1a {
 public:

@@ -274,7 +274,7 @@ int run(const options& o) {
   }
   if (!o.csv_file.empty()) {
     std::ofstream out(o.csv_file);
-    write_csv(out, rows);
+    write_csv(out, rows, info.optimized);
   }
   if (!o.report_dir.empty()) {
     std::filesystem::create_directories(o.report_dir);

@@ -186,7 +186,7 @@ void print_tables(std::ostream& out, const std::vector<result>& rows, const run_
       out << std::left << std::setw(24) << "variant" << std::right << std::setw(10) << "cold"
           << std::setw(10) << "min" << std::setw(10) << "p50" << std::setw(10) << "p99"
           << std::setw(10) << "max" << std::setw(15) << "throughput" << std::setw(8) << "vs std"
-          << std::setw(11) << "peak KiB"
+          << std::setw(11) << "+peak KiB"
           << "  " << std::left << std::setw(20) << "hash"
           << "note\n";
     }
@@ -326,17 +326,17 @@ std::vector<result> rows_from_json(const nlohmann::json& doc) {
   return rows;
 }
 
-void write_csv(std::ostream& out, const std::vector<result>& rows) {
+void write_csv(std::ostream& out, const std::vector<result>& rows, bool optimized) {
   out << "workload,variant,unit,iterations,cold_us,min_us,p50_us,p99_us,max_us,mean_us,"
-         "throughput_per_s,speedup_vs_std,peak_rss_kib,hash,hash_ok,note\n";
+         "throughput_per_s,speedup_vs_std,peak_rss_kib,hash,hash_ok,optimized,note\n";
   for (const auto& r : rows) {
     std::string note = r.note;
     std::replace(note.begin(), note.end(), '"', '\'');
     out << r.workload << ',' << r.variant << ',' << r.unit << ',' << r.iterations << ','
         << r.cold_us << ',' << r.min_us << ',' << r.p50_us << ',' << r.p99_us << ',' << r.max_us
         << ',' << r.mean_us << ',' << r.throughput_per_s << ',' << r.speedup_vs_std << ','
-        << r.peak_rss_kib << ',' << hex(r.hash) << ',' << (r.hash_ok ? "true" : "false") << ",\""
-        << note << "\"\n";
+        << r.peak_rss_kib << ',' << hex(r.hash) << ',' << (r.hash_ok ? "true" : "false") << ','
+        << (optimized ? "true" : "false") << ",\"" << note << "\"\n";
   }
 }
 

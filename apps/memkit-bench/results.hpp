@@ -86,6 +86,8 @@ void print_targets(std::ostream& out, const std::vector<target_check>& targets);
 nlohmann::json to_json(const std::vector<result>& rows, const run_info& info);
 /// \returns the rows of a document written by to_json. \throws nlohmann::json::exception.
 std::vector<result> rows_from_json(const nlohmann::json& doc);
-void write_csv(std::ostream& out, const std::vector<result>& rows);
+/// \effects writes one line per row; `optimized` is repeated on every line, so no row can be
+/// mistaken for an optimized build's.
+void write_csv(std::ostream& out, const std::vector<result>& rows, bool optimized);
 
 } // namespace memkit::bench
