@@ -1,6 +1,8 @@
 // apps/memkit-bench/threads_pages.cpp: seed 001's false-sharing and huge-pages workloads.
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <new>
 #include <string>
@@ -16,17 +18,24 @@ namespace {
 
 using counter = std::atomic<std::uint64_t>;
 
-/// \returns whether any two counters share a cache line.
-bool share_a_line(const std::vector<counter*>& counters) {
+/// \returns what the note says about the counters' placement: the smallest distance between two
+/// of them and whether two share a cache line.
+std::string placement(const std::vector<counter*>& counters) {
+  std::uintptr_t closest = UINTPTR_MAX;
+  bool shared = false;
   for (std::size_t i = 0; i < counters.size(); ++i) {
     for (std::size_t j = i + 1; j < counters.size(); ++j) {
-      if (reinterpret_cast<std::uintptr_t>(counters[i]) / cache_line_size ==
-          reinterpret_cast<std::uintptr_t>(counters[j]) / cache_line_size) {
-        return true;
-      }
+      const auto a = reinterpret_cast<std::uintptr_t>(counters[i]);
+      const auto b = reinterpret_cast<std::uintptr_t>(counters[j]);
+      closest = std::min(closest, a > b ? a - b : b - a);
+      shared = shared || a / cache_line_size == b / cache_line_size;
     }
   }
-  return false;
+  if (counters.size() < 2) {
+    return "one counter";
+  }
+  return "counters " + std::to_string(closest) + " B apart, " +
+         (shared ? "sharing a cache line" : "each on its own cache line");
 }
 
 } // namespace
@@ -62,8 +71,7 @@ void add_threads_and_pages(registry& r, const params& p) {
         for (counter* c : counters) {
           total += c->load();
         }
-        note =
-            share_a_line(counters) ? "counters share a cache line" : "each counter on its own line";
+        note = placement(counters);
         for (counter* c : counters) {
           c->~counter();
           policy.deallocate(c, sizeof(counter), alignof(counter));
