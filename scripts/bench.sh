@@ -7,6 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh bench
 
+# Concurrent runs would write the same results file and slow each other down: take turns.
+mkdir -p build
+exec 9>build/bench.lock
+flock 9
+
 cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DMEMKIT_BUILD_TESTS=OFF \
   -DMEMKIT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/bench --target memkit_micro_bench -j "$(nproc)"
