@@ -10,6 +10,7 @@
 #include "config.hpp"
 #include "detail/align.hpp"
 #include "detail/block_index.hpp"
+#include "detail/fit_table.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "upstream.hpp"
@@ -44,7 +45,8 @@ public:
   array_pool(std::size_t block_size, std::size_t capacity, std::size_t block_alignment,
              Upstream upstream = Upstream{})
       : block_size_(detail::round_up(block_size == 0 ? 1 : block_size, block_alignment)),
-        block_alignment_(block_alignment), capacity_(capacity), upstream_(std::move(upstream)) {
+        block_alignment_(block_alignment), fits_(block_size_, block_alignment_),
+        capacity_(capacity), upstream_(std::move(upstream)) {
     if (!detail::is_valid_alignment(block_alignment)) {
       throw bad_alignment(name(), block_size, block_alignment);
     }
@@ -88,7 +90,7 @@ public:
   /// `alignment` is not a power of two up to `block_alignment()`, every block is in use, or the
   /// upstream cannot supply the arrays on first use.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
-    if (MEMKIT_UNLIKELY(!fits(bytes, alignment))) {
+    if (MEMKIT_UNLIKELY(!fits_(bytes, alignment))) {
       return nullptr;
     }
     if (MEMKIT_LIKELY(top_ != 0)) {
@@ -106,7 +108,7 @@ public:
     // The range check stays on without MEMKIT_DEALLOCATE_CHECKS: it also screens out null, and an
     // index outside the array would be pushed.
     if (MEMKIT_UNLIKELY(i >= carved_ ||
-                        (deallocate_checks && (!fits(bytes, alignment) || stack_[top_] == i)))) {
+                        (deallocate_checks && (!fits_(bytes, alignment) || stack_[top_] == i)))) {
       reject(p, bytes, alignment);
       return;
     }
@@ -151,10 +153,6 @@ private:
   /// reads the top entry without first testing for an empty stack. Capacity <= UINT32_MAX keeps
   /// every real index below it.
   static constexpr std::uint32_t no_block = std::numeric_limits<std::uint32_t>::max();
-
-  bool fits(std::size_t bytes, std::size_t alignment) const noexcept {
-    return bytes <= block_size_ && detail::is_alignment_within(alignment, block_alignment_);
-  }
 
   /// `storage_` is null until the arrays are acquired and `carved_` is 0 then, so every pointer
   /// (null included) maps to an index >= carved_ and no array is read.
@@ -206,6 +204,7 @@ private:
   std::size_t block_size_;
   detail::block_index index_;
   std::size_t block_alignment_;
+  detail::fit_table fits_;
   std::size_t capacity_;
   Upstream upstream_;
 };

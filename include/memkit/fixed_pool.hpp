@@ -8,6 +8,7 @@
 #include "config.hpp"
 #include "detail/align.hpp"
 #include "detail/block_index.hpp"
+#include "detail/fit_table.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 
@@ -60,7 +61,8 @@ public:
   fixed_pool(void* storage, std::size_t storage_bytes, std::size_t block_size,
              std::size_t block_alignment = default_alignment) noexcept
       : block_size_(block_size_for(block_size, block_alignment)),
-        block_alignment_(block_alignment_for(block_alignment)), index_(block_size_) {
+        block_alignment_(block_alignment_for(block_alignment)),
+        fits_(block_size_, block_alignment_), index_(block_size_) {
     assert(detail::is_valid_alignment(block_alignment) && "fixed_pool: alignment not a power of 2");
     if (storage == nullptr) {
       return;
@@ -87,8 +89,15 @@ public:
   std::size_t block_alignment() const noexcept { return block_alignment_; }
   /// \returns how many blocks the storage holds.
   std::size_t capacity() const noexcept { return capacity_; }
-  /// \returns how many blocks are allocated and not yet returned.
-  std::size_t in_use() const noexcept { return in_use_; }
+  /// \returns how many blocks are allocated and not yet returned. O(free blocks): it walks the
+  /// free list, so that the hot paths keep no counter (a load and a store per call otherwise).
+  std::size_t in_use() const noexcept {
+    std::size_t free = 0;
+    for (const node* n = free_; n != nullptr; n = n->next) {
+      ++free;
+    }
+    return carved_ - free;
+  }
 
   /// \returns `try_allocate(bytes, alignment)` if not null.
   /// \throws bad_alignment, bad_size or out_of_memory (naming "memkit::fixed_pool") as
@@ -100,13 +109,12 @@ public:
   /// \returns a free block, the most recently freed first, or null if `bytes > block_size()`,
   /// `alignment` is not a power of two up to `block_alignment()`, or every block is in use.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
-    if (MEMKIT_UNLIKELY(!fits(bytes, alignment))) {
+    if (MEMKIT_UNLIKELY(!fits_(bytes, alignment))) {
       return nullptr;
     }
     if (MEMKIT_LIKELY(free_ != nullptr)) {
       node* n = free_;
       free_ = n->next;
-      ++in_use_;
       return n;
     }
     return carve();
@@ -118,7 +126,7 @@ public:
   /// reported as a misuse (docs/bad-input.md) and otherwise ignored.
   void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if constexpr (deallocate_checks) {
-      if (MEMKIT_UNLIKELY(!owns(p) || !fits(bytes, alignment) || p == free_)) {
+      if (MEMKIT_UNLIKELY(!owns(p) || !fits_(bytes, alignment) || p == free_)) {
         reject(p, bytes, alignment);
         return;
       }
@@ -126,7 +134,6 @@ public:
       return;
     }
     free_ = ::new (p) node{free_};
-    --in_use_;
   }
 
   /// \returns whether `p` is the start of a block this pool has handed out since the last reset
@@ -140,20 +147,14 @@ public:
   void reset() noexcept {
     free_ = nullptr;
     carved_ = 0;
-    in_use_ = 0;
   }
 
 private:
-  bool fits(std::size_t bytes, std::size_t alignment) const noexcept {
-    return bytes <= block_size_ && detail::is_alignment_within(alignment, block_alignment_);
-  }
-
   /// The free list is empty: hand out the next block never used before, if any.
   MEMKIT_NOINLINE void* carve() noexcept {
     if (carved_ == capacity_) {
       return nullptr;
     }
-    ++in_use_;
     return begin_ + carved_++ * block_size_;
   }
 
@@ -169,9 +170,9 @@ private:
   node* free_ = nullptr;
   char* begin_ = nullptr;
   std::size_t carved_ = 0; ///< blocks [0, carved_) have been handed out at least once
-  std::size_t in_use_ = 0;
   std::size_t block_size_;
   std::size_t block_alignment_;
+  detail::fit_table fits_;
   detail::block_index index_;
   std::size_t capacity_ = 0;
 };

@@ -41,10 +41,11 @@ throw_failed_request(const char* name, std::size_t bytes, std::size_t alignment,
 /// fast path stays a single inlined call and every failure is diagnosed the same way.
 template <class Resource>
 void* allocate_or_throw(Resource& r, std::size_t bytes, std::size_t alignment) {
-  if (void* p = r.try_allocate(bytes, alignment); MEMKIT_LIKELY(p != nullptr)) {
-    return p;
+  void* p = r.try_allocate(bytes, alignment);
+  if (MEMKIT_UNLIKELY(p == nullptr)) {
+    throw_failed_request(r.name(), bytes, alignment, r.max_size(), r.max_alignment());
   }
-  throw_failed_request(r.name(), bytes, alignment, r.max_size(), r.max_alignment());
+  return p;
 }
 
 template <class R, class = void>
