@@ -51,7 +51,7 @@ def p50_chart(workload, rows, path):
             xerr=[[0] * len(rows), [max(0.0, b - a) for a, b in zip(p50, p99)]],
             error_kw={"ecolor": "#000000", "capsize": 3, "elinewidth": 1})
     for y, (a, b) in enumerate(zip(p50, p99)):
-        ax.text(b, y, f"  {a:.3g}", va="center", fontsize=8)
+        ax.text(b, y, f"  {a:,.0f}" if a >= 100 else f"  {a:.3g}", va="center", fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("µs per iteration: bar = p50, whisker = p99")
     ax.set_title(f"{workload}: median with p99 (shorter is faster)")
@@ -64,17 +64,21 @@ def p50_chart(workload, rows, path):
 
 def distribution_chart(workload, rows, path):
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    for r in sorted(rows, key=lambda r: r["p50_us"]):
-        values = r["percentiles_us"]
+    palette = plt.get_cmap("tab20").colors
+    for i, r in enumerate(sorted(rows, key=lambda r: r["p50_us"])):
+        # Up to p99: the maximum is one sample, in the table; it would squeeze every curve.
+        values = r["percentiles_us"][:100]
         if not values:
             continue
         style = "-" if r["variant"].startswith("memkit-") or r["variant"] == "std" else "--"
         ax.plot(values, range(len(values)), style, label=r["variant"],
+                color="#000000" if r["variant"] == "std" else palette[i % len(palette)],
                 linewidth=2.2 if r["variant"] == "std" else 1.3)
     ax.set_xscale("log")
-    plain = FuncFormatter(lambda v, _: f"{v:g}")
-    ax.xaxis.set_major_formatter(plain)
-    ax.xaxis.set_minor_formatter(plain)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    # Minor labels at 2x and 5x only, so a wide range does not run them together.
+    ax.xaxis.set_minor_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if f"{v:.0e}"[0] in "25" else ""))
     ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_xlabel("µs per iteration (log scale)")
     ax.set_ylabel("percentile")
@@ -101,7 +105,8 @@ def speedup_heatmap(workloads, variants, by_key, path):
     # Coloured by log2 of the ratio, so 2x faster and 2x slower are equally strong.
     grid = [[math.log2(x) if x > 0 else math.nan for x in row] for row in ratios]
     finite = [abs(x) for row in grid for x in row if not math.isnan(x)]
-    limit = max(finite + [1.0])
+    # Saturates at 8x either way, so that the common 1.2x-3x differences still show as colour.
+    limit = min(max(finite + [1.0]), 3.0)
     fig, ax = plt.subplots(figsize=(1.0 + 0.62 * len(variants), 1.6 + 0.34 * len(workloads)))
     cmap = plt.get_cmap("RdYlGn").copy()
     cmap.set_bad("#eeeeee")
@@ -113,7 +118,7 @@ def speedup_heatmap(workloads, variants, by_key, path):
             if not math.isnan(x):
                 ax.text(j, i, f"{x:.2f}", ha="center", va="center", fontsize=6.5)
     ax.set_title("speed-up over std at p50 (green: faster than std; grey: does not fit)")
-    ticks = [t for t in range(-math.ceil(limit), math.ceil(limit) + 1) if abs(t) <= limit]
+    ticks = [t for t in range(-3, 4) if abs(t) <= limit]
     bar = fig.colorbar(image, ax=ax, fraction=0.025, pad=0.01, ticks=ticks)
     bar.ax.set_yticklabels([f"{2.0 ** t:g}x" for t in ticks])
     fig.tight_layout()
@@ -123,7 +128,7 @@ def speedup_heatmap(workloads, variants, by_key, path):
 
 def row_table(rows):
     head = ("<tr><th>variant</th><th>cold µs</th><th>min µs</th><th>p50 µs</th><th>p99 µs</th>"
-            "<th>max µs</th><th>throughput/s</th><th>vs std</th><th>peak RSS KiB</th>"
+            "<th>max µs</th><th>throughput/s</th><th>vs std</th><th>+peak RSS KiB</th>"
             "<th>hash</th><th>note</th></tr>")
     lines = [head]
     for r in rows:
@@ -198,7 +203,9 @@ td:first-child, td:last-child {{ text-align: left; }}
 {html.escape(machine.get('thp_policy', '?'))}, {html.escape(machine.get('compiler', '?'))}.</p>
 <p>Times are per iteration of each workload; p50 is the median, p99 the 99th percentile of the
 timed iterations; "cold" is the first iteration with a freshly built allocator, not counted in the
-others. Speed-up is std's p50 over the variant's p50.</p>
+others. Speed-up is std's p50 over the variant's p50. "+peak RSS" is the peak resident memory of the
+measuring process above its resident memory when the measurement began (each measurement runs in
+its own process).</p>
 <h2>Speed targets (issue 5)</h2>
 <ul>{targets}</ul>
 <h2>Speed-up over std</h2>
