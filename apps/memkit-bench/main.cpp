@@ -321,8 +321,9 @@ int main(int argc, char** argv) {
   app.add_flag("--list", o.list, "list the workloads and the variants that fit each, then exit");
   app.add_option("--tree-depth", o.p.tree_depth, "json-tree: maximum depth (seed 003: 6)")
       ->check(CLI::Range(1, 12));
-  app.add_option("--tree-branching", o.p.tree_branching,
-                 "json-tree: most children of the root (seed 003: 4)")
+  app.add_option(
+         "--tree-branching", o.p.tree_branching,
+         "json-tree: fields of the root, tapering below it to 0-1 above the leaves (seed 003: 4)")
       ->check(CLI::Range(0, 16));
   app.add_option("--tree-values", o.p.tree_values, "json-tree: most ints per node (seed 003: 8)")
       ->check(CLI::Range(0, 1000));
