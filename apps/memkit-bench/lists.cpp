@@ -146,7 +146,7 @@ void add_containers(registry& r, const params& p) {
       s.append(std::to_string(i));
       v.push_back(std::move(s));
     }
-    fnv1a h;
+    word_hash h;
     while (!v.empty()) {
       h.add(v.back().data(), v.back().size());
       v.pop_back();

@@ -99,7 +99,7 @@ void add_threads_and_pages(registry& r, const params& p) {
                       (1 << 20),
                   static_cast<double>(bytes) / (1 << 20));
     note = text;
-    fnv1a h;
+    word_hash h;
     h.add(v.data(), v.size() * sizeof(int));
     return h.value();
   });

@@ -42,7 +42,7 @@ void emplace_string(Vector& v, std::string_view text) {
 }
 
 std::uint64_t hash_strings(const auto& v) {
-  fnv1a h;
+  word_hash h;
   for (const auto& s : v) {
     h.add(s.data(), s.size());
   }
