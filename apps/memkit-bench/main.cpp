@@ -67,7 +67,8 @@ std::string join(const std::vector<T>& v) {
   return s.str();
 }
 
-/// The arguments that make a child process measure what this one measures, under `r`.
+/// The arguments that make a child process measure, under the replacement `name`, the std rows
+/// of what this one measures, and write them to `json_file`.
 std::vector<std::string> child_arguments(const options& o,
                                          const std::vector<std::string>& workloads,
                                          const std::string& name, const std::string& json_file) {
