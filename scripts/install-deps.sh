@@ -3,7 +3,8 @@
 # Usage: scripts/install-deps.sh [test|bench|all]
 set -euo pipefail
 
-common=(cmake g++ make libgtest-dev libgmock-dev libbenchmark-dev libboost-dev libfoonathan-memory-dev)
+common=(cmake g++ make libgtest-dev libgmock-dev libbenchmark-dev libboost-dev libfoonathan-memory-dev
+  libcli11-dev nlohmann-json3-dev)
 test_only=(clang clang-format valgrind)
 bench_only=(libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev python3 python3-matplotlib)
 
