@@ -10,8 +10,12 @@ same run.
 
 import argparse
 import json
+import re
 
-# The variant each pattern is judged against besides Malloc.
+# The plain heap every table is compared with: Malloc in the allocator patterns, the standard
+# allocator (Std) in the container ones.
+HEAP = ("Malloc", "Std")
+# The variant a pattern is judged against besides the heap.
 BASELINES = {"Alloc": "PmrMonotonic"}
 NS_PER_UNIT = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 LEGEND = """\
@@ -19,8 +23,14 @@ ns/item: median CPU time per item: an allocation and its free (AllocFree*), an a
 share of the reset (Alloc), or what the benchmark counts (per iteration if it counts nothing).
 cv: its coefficient of variation. vs X: X's median time / this variant's.
 heap B/block (or /node): heap bytes per live block at the peak, allocator overhead included."""
-# Tables come in this order; patterns not listed follow in the order the run listed them.
+# Tables come in this order; other patterns follow by name, numbers compared as numbers.
 ORDER = ["AllocFree", "AllocFreeFifo", "AllocFreeShuffled", "Alloc"]
+
+
+def pattern_key(pattern):
+    if pattern in ORDER:
+        return ORDER.index(pattern), []
+    return len(ORDER), [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", pattern)]
 
 
 def ns_per_item(b):
@@ -56,9 +66,10 @@ def ratio(baseline, row):
 
 
 def print_table(pattern, rows):
+    heap_name = next((name for name in HEAP if name in rows), HEAP[0])
     baseline_name = BASELINES.get(pattern)
-    malloc, baseline = rows.get("Malloc"), rows.get(baseline_name)
-    header = ["variant", "ns/item", "cv", "vs Malloc"]
+    heap, baseline = rows.get(heap_name), rows.get(baseline_name)
+    header = ["variant", "ns/item", "cv", f"vs {heap_name}"]
     if baseline_name:
         header.append(f"vs {baseline_name}")
     # The counter's name gives the unit: heap_per_block (patterns.hpp), heap_per_node (containers).
@@ -67,7 +78,7 @@ def print_table(pattern, rows):
     lines = [header]
     for variant, row in sorted(rows.items(), key=lambda item: item[1]["ns"]):
         line = [variant, f"{row['ns']:.2f}", f"{row['cv']:.1%}" if row["cv"] is not None else "-"]
-        line.append(ratio(malloc, row))
+        line.append(ratio(heap, row))
         if baseline_name:
             line.append(ratio(baseline, row))
         line.append(f"{row['heap'][1]:.1f}" if row["heap"] else "-")
@@ -87,7 +98,7 @@ def main():
     args = parser.parse_args()
     print(LEGEND)
     results = load(args.json)
-    for pattern in sorted(results, key=lambda p: ORDER.index(p) if p in ORDER else len(ORDER)):
+    for pattern in sorted(results, key=pattern_key):
         print_table(pattern, results[pattern])
 
 
