@@ -47,10 +47,11 @@ std::size_t rss_kib() noexcept { return status_kib("VmRSS:"); }
 
 namespace {
 
-bool write_all(int fd, const void* data, std::size_t n) {
-  const auto* p = static_cast<const char*>(data);
+// Moves all `n` bytes through `io` (read or write), retrying short transfers and EINTR.
+template <class Byte, class Io>
+bool transfer_all(int fd, Byte* p, std::size_t n, Io io) {
   while (n > 0) {
-    const ssize_t k = write(fd, p, n);
+    const ssize_t k = io(fd, p, n);
     if (k < 0 && errno == EINTR) {
       continue;
     }
@@ -63,20 +64,12 @@ bool write_all(int fd, const void* data, std::size_t n) {
   return true;
 }
 
+bool write_all(int fd, const void* data, std::size_t n) {
+  return transfer_all(fd, static_cast<const char*>(data), n, ::write);
+}
+
 bool read_all(int fd, void* data, std::size_t n) {
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    const ssize_t k = read(fd, p, n);
-    if (k < 0 && errno == EINTR) {
-      continue;
-    }
-    if (k <= 0) {
-      return false;
-    }
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return true;
+  return transfer_all(fd, static_cast<char*>(data), n, ::read);
 }
 
 /// The measurement as the child sends it: fixed fields, then the note and the samples.
