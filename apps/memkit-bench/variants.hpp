@@ -10,6 +10,7 @@
 #include <memkit/node_pool.hpp>
 #include <memkit/pool.hpp>
 #include <memkit/stack.hpp>
+#include <memkit/static_allocator.hpp>
 
 #include <boost/pool/pool.hpp>
 #include <boost/pool/pool_alloc.hpp>
@@ -124,6 +125,54 @@ struct aligned_policy : memkit_policy<memkit::aligned<>> {
 struct huge_page_policy : memkit_policy<memkit::huge_page_resource> {
   static constexpr const char* name = "memkit-huge-page";
   explicit huge_page_policy(const hint&) {}
+};
+
+/// The arena a thread's memkit-thread-arena containers draw from: the policy being measured on
+/// that thread installs its own, so containers need not carry a pointer to it.
+struct thread_arena_tag {};
+inline thread_local memkit::arena<>* current_thread_arena = nullptr;
+
+} // namespace memkit::bench
+
+template <>
+struct memkit::static_resource_traits<memkit::bench::thread_arena_tag> {
+  using resource_type = memkit::arena<>;
+  static resource_type& get() noexcept { return *memkit::bench::current_thread_arena; }
+};
+
+namespace memkit::bench {
+
+/// An arena reached through a stateless allocator (memkit::static_allocator over the thread's
+/// current arena): the request-scoped arena of a server thread. Containers stay the size of
+/// std::allocator's, and moving or swapping them never compares allocators. The policy installs
+/// its arena for the thread that builds it and puts the previous one back when it goes.
+class thread_arena_policy {
+public:
+  static constexpr const char* name = "memkit-thread-arena";
+  explicit thread_arena_policy(const hint&) noexcept : previous_(current_thread_arena) {
+    current_thread_arena = &arena_;
+  }
+  thread_arena_policy(const thread_arena_policy&) = delete;
+  thread_arena_policy& operator=(const thread_arena_policy&) = delete;
+  ~thread_arena_policy() { current_thread_arena = previous_; }
+
+  template <class T>
+  using allocator_type = memkit::static_allocator<T, thread_arena_tag>;
+  template <class T>
+  allocator_type<T> allocator() noexcept {
+    return {};
+  }
+  void* allocate(std::size_t bytes, std::size_t alignment) {
+    return arena_.allocate(bytes, alignment);
+  }
+  void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept {
+    arena_.deallocate(p, bytes, alignment);
+  }
+  void recycle() noexcept { arena_.reset(); }
+
+private:
+  memkit::arena<> arena_;
+  memkit::arena<>* previous_;
 };
 
 /// Any std::pmr resource behind polymorphic_allocator; the derived class owns the resource.

@@ -17,11 +17,13 @@
 #define MEMKIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MEMKIT_NOINLINE __attribute__((noinline))
 #define MEMKIT_COLD __attribute__((cold))
+#define MEMKIT_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define MEMKIT_LIKELY(x) (x)
 #define MEMKIT_UNLIKELY(x) (x)
 #define MEMKIT_NOINLINE
 #define MEMKIT_COLD
+#define MEMKIT_ALWAYS_INLINE inline
 #endif
 
 /// Whether `deallocate` of the free-list strategies (fixed_pool, array_pool, pool, multipool) runs
