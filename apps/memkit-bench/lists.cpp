@@ -96,7 +96,7 @@ void add_containers(registry& r, const params& p) {
   // Seed 002 runs each test three times to show the first (cold) run; `cold` is that run here,
   // and the timed iterations are the warm ones.
   const workload& list =
-      r.add_workload({"containers-list", "elements", static_cast<double>(n), 50,
+      r.add_workload({"containers-list", "elements", static_cast<double>(n), 200,
                       "seed 002: " + count + " ints push_back into a std::list, then pop_front"});
   r.add(node_policies{}, list, hint{node_size<list_of>(), n}, [n](auto& policy, std::string&) {
     using P = std::remove_reference_t<decltype(policy)>;
@@ -113,7 +113,7 @@ void add_containers(registry& r, const params& p) {
   });
 
   const workload& map = r.add_workload(
-      {"containers-map", "elements", static_cast<double>(n), 50,
+      {"containers-map", "elements", static_cast<double>(n), 200,
        "seed 002: " + count + " keys inserted into a std::map in order, then erased by key"});
   r.add(node_policies{}, map, hint{node_size<map_of>(), n}, [n](auto& policy, std::string&) {
     using P = std::remove_reference_t<decltype(policy)>;
@@ -131,7 +131,7 @@ void add_containers(registry& r, const params& p) {
   });
 
   const workload& strings = r.add_workload(
-      {"containers-string", "elements", static_cast<double>(n), 50,
+      {"containers-string", "elements", static_cast<double>(n), 200,
        "seed 002: " + count + " strings beyond the SSO limit appended to a vector, then removed"});
   r.add(general_policies{}, strings, {}, [n](auto& policy, std::string&) {
     using P = std::remove_reference_t<decltype(policy)>;
