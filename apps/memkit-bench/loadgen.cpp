@@ -92,10 +92,14 @@ struct tally {
 } // namespace
 
 int load(const load_options& o) {
+  tally total;
   std::vector<std::string> variants = o.variants;
   if (variants.empty()) {
     httplib::Client cli(o.host, o.port);
     const auto res = cli.Get("/info");
+    if (res) {
+      ++total.by_path_code["/info"][res->status]; // so the totals are all the server counted
+    }
     if (!res || res->status != 200) {
       std::cerr << "memkit-bench load: cannot GET /info from " << o.host << ":" << o.port << "\n";
       return 1;
@@ -115,7 +119,6 @@ int load(const load_options& o) {
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> next_good{0};
   std::mutex m;
-  tally total;
   const auto start = clock::now();
   const auto deadline =
       start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.seconds));

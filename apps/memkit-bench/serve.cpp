@@ -89,12 +89,6 @@ prometheus::Histogram::BucketBoundaries latency_buckets() {
   return b;
 }
 
-struct served_case {
-  const bench_case* c;
-  prometheus::Histogram* request_seconds;
-  prometheus::Histogram* workload_seconds;
-};
-
 /// The bad-request answer: 400 with the message and the parameter (and value) at fault.
 void bad_request(httplib::Response& res, const std::string& parameter, const std::string& value,
                  const std::string& error) {
@@ -137,14 +131,10 @@ public:
                        .Register(*metrics_)
                        .Add({})) {
     add_all(registry_, p_);
-    const auto buckets = latency_buckets();
     for (const auto& c : registry_.cases()) {
-      if (!workload_not_served(c.w->name).empty() || !variant_not_served(c.variant).empty()) {
-        continue;
+      if (workload_not_served(c.w->name).empty() && variant_not_served(c.variant).empty()) {
+        served_[c.w->name].emplace(c.variant, &c);
       }
-      const prometheus::Labels labels{{"workload", c.w->name}, {"variant", c.variant}};
-      served_[c.w->name].emplace(c.variant, served_case{&c, &request_seconds_.Add(labels, buckets),
-                                                        &workload_seconds_.Add(labels, buckets)});
     }
   }
 
@@ -153,8 +143,8 @@ public:
   bool warm_up() {
     bool ok = true;
     for (const auto& [workload, variants] : served_) {
-      for (const auto& [variant, s] : variants) {
-        const measurement m = s.c->run(o_.warmup, false);
+      for (const auto& [variant, c] : variants) {
+        const measurement m = c->run(o_.warmup, false);
         auto [it, first] = reference_hash_.emplace(workload, m.hash);
         if (variant == "std") {
           it->second = m.hash;
@@ -231,7 +221,7 @@ private:
     const run_info machine = describe_run();
     json workloads = json::array();
     for (const auto& [name, variants] : served_) {
-      const workload& w = *variants.begin()->second.c->w;
+      const workload& w = *variants.begin()->second->w;
       json names = json::array();
       for (const auto& v : variants) {
         names.push_back(v.first);
@@ -293,7 +283,7 @@ private:
   }
 
   /// \returns the case `req` names, or null after answering 400.
-  const served_case* find_case(const httplib::Request& req, httplib::Response& res) const {
+  const bench_case* find_case(const httplib::Request& req, httplib::Response& res) const {
     for (const auto& [key, value] : req.params) {
       if (key != "workload" && key != "variant" && key != "iters") {
         bad_request(res, key, value,
@@ -330,7 +320,7 @@ private:
                            : "unknown variant '" + v + "' (GET /info lists them)");
       return nullptr;
     }
-    return &vit->second;
+    return vit->second;
   }
 
   /// GET /run: one measurement with a policy built for this request and destroyed before the
@@ -343,8 +333,8 @@ private:
       explicit in_flight_guard(prometheus::Gauge& gauge) : g(gauge) { g.Increment(); }
       ~in_flight_guard() { g.Decrement(); }
     } guard(in_flight_);
-    const served_case* s = find_case(req, res);
-    if (s == nullptr) {
+    const bench_case* c = find_case(req, res);
+    if (c == nullptr) {
       return;
     }
     std::size_t iters = default_serve_iters;
@@ -359,22 +349,26 @@ private:
         return;
       }
     }
-    std::vector<measurement> ms{s->c->run(iters, false)};
+    std::vector<measurement> ms{c->run(iters, false)};
     double workload_us = ms.front().cold_us;
     for (const double us : ms.front().samples_us) {
       workload_us += us;
     }
-    result r = summarize(*s->c->w, s->c->variant, ms);
+    result r = summarize(*c->w, c->variant, ms);
     r.hash_ok = r.hash_ok && r.hash == reference_hash_.at(r.workload);
     res.set_content(record_json(r).dump(), "application/json");
-    s->workload_seconds->Observe(workload_us * 1e-6);
-    s->request_seconds->Observe(std::chrono::duration<double>(clock::now() - start).count());
+    // A pair's histograms appear with its first request: all ~150 pairs' empty buckets would make
+    // every scrape over a megabyte.
+    const prometheus::Labels labels{{"workload", c->w->name}, {"variant", c->variant}};
+    workload_seconds_.Add(labels, buckets_).Observe(workload_us * 1e-6);
+    request_seconds_.Add(labels, buckets_)
+        .Observe(std::chrono::duration<double>(clock::now() - start).count());
   }
 
   params p_;
   serve_options o_;
   registry registry_;
-  std::map<std::string, std::map<std::string, served_case>> served_;
+  std::map<std::string, std::map<std::string, const bench_case*>> served_;
   std::map<std::string, std::uint64_t> reference_hash_;
   std::vector<warm_hash> warm_hashes_;
   std::size_t rss_after_warmup_kib_ = 0;
@@ -382,6 +376,7 @@ private:
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& request_seconds_;
   prometheus::Family<prometheus::Histogram>& workload_seconds_;
+  const prometheus::Histogram::BucketBoundaries buckets_ = latency_buckets();
   prometheus::Gauge& rss_;
   prometheus::Gauge& peak_rss_;
   prometheus::Gauge& in_flight_;
