@@ -21,5 +21,5 @@ run_suite release -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++
 # LeakSanitizer stays on: a test that leaks fails.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DCMAKE_CXX_COMPILER=clang++ -DMEMKIT_SANITIZE=address,undefined
+  -DCMAKE_CXX_COMPILER=clang++ -DMEMKIT_SANITIZE=address,undefined -DMEMKIT_BUILD_FUZZERS=ON
 echo "memkit tests: release and sanitizer builds passed" >&2

@@ -84,7 +84,7 @@ struct wire_header {
 
 [[noreturn]] void child_main(const bench_case& c, std::size_t iterations, int fd) {
   try {
-    const measurement m = c.run(iterations);
+    const measurement m = c.run(iterations, true);
 #if defined(MEMKIT_ASAN)
     // _exit skips LeakSanitizer's exit-time check, so a leaking variant is caught here.
     if (__lsan_do_recoverable_leak_check() != 0) {

@@ -59,11 +59,12 @@ struct measurement {
   std::string note; ///< what a workload reports besides time (huge pages obtained, ...)
 };
 
-/// A runnable (workload, variant) pair.
+/// A runnable (workload, variant) pair. `run(iterations, probe_rss)` measures peak RSS only when
+/// `probe_rss` (the probe resets the process's peak: meaningless with concurrent requests).
 struct bench_case {
   const workload* w;
   std::string variant;
-  std::function<measurement(std::size_t iterations)> run;
+  std::function<measurement(std::size_t iterations, bool probe_rss)> run;
 };
 
 /// Runs `c` for `iterations` in a forked child process and returns its measurement, or sets
@@ -149,14 +150,20 @@ private:
 };
 
 /// Builds a `Policy` from `h`, runs `iteration(policy, note)` once cold and `iterations` times
-/// timed, recycling the policy after each, and records times, hash, peak RSS and the note.
+/// timed, recycling the policy after each, and records times, hash, the note and, if
+/// `probe_rss`, the peak RSS. The policy is destroyed before this returns: nothing it allocated
+/// outlives the call.
 template <class Policy, class Iteration>
-measurement measure(const hint& h, std::size_t iterations, const Iteration& iteration) {
+measurement measure(const hint& h, std::size_t iterations, const Iteration& iteration,
+                    bool probe_rss) {
   using clock = std::chrono::steady_clock;
   measurement m;
   m.samples_us.reserve(iterations);
-  reset_peak_rss();
-  const std::size_t rss_before = rss_kib();
+  std::size_t rss_before = 0;
+  if (probe_rss) {
+    reset_peak_rss();
+    rss_before = rss_kib();
+  }
   {
     auto policy = std::make_unique<Policy>(h);
     std::string note;
@@ -176,7 +183,7 @@ measurement measure(const hint& h, std::size_t iterations, const Iteration& iter
     }
     m.note = std::move(note);
   }
-  const std::size_t peak = peak_rss_kib();
+  const std::size_t peak = probe_rss ? peak_rss_kib() : 0;
   m.peak_rss_kib = peak > rss_before ? peak - rss_before : 0;
   return m;
 }
@@ -209,9 +216,10 @@ public:
   /// \effects registers `iteration` for `w` under every policy in `Policies`.
   template <class... Policies, class Iteration>
   void add(const workload& w, const hint& h, const Iteration& iteration) {
-    (cases_.push_back(
-         bench_case{&w, Policies::name,
-                    [h, iteration](std::size_t n) { return measure<Policies>(h, n, iteration); }}),
+    (cases_.push_back(bench_case{&w, Policies::name,
+                                 [h, iteration](std::size_t n, bool probe_rss) {
+                                   return measure<Policies>(h, n, iteration, probe_rss);
+                                 }}),
      ...);
   }
 

@@ -20,6 +20,7 @@
 #include "harness.hpp"
 #include "replacement.hpp"
 #include "results.hpp"
+#include "serve.hpp"
 
 #ifndef MEMKIT_BENCH_REPORT_SCRIPT
 #define MEMKIT_BENCH_REPORT_SCRIPT "report.py"
@@ -341,6 +342,52 @@ int main(int argc, char** argv) {
   app.add_option("--as-replacement", o.as_replacement,
                  "internal: run as the child of a global replacement")
       ->group("");
+
+  memkit::bench::serve_options so;
+  CLI::App* serve = app.add_subcommand(
+      "serve", "serve the workloads over HTTP: GET /healthz, /info, /run?workload=W&variant=V&"
+               "iters=N and /metrics (Prometheus) until SIGINT or SIGTERM (docs/SERVE.md); the "
+               "workload options above apply");
+  serve->add_option("--host", so.host, "address to listen on (default 127.0.0.1)")
+      ->envname("MEMKIT_BENCH_HOST");
+  serve->add_option("--port", so.port, "port to listen on, 0 for any free one (default 8080)")
+      ->envname("MEMKIT_BENCH_PORT")
+      ->check(CLI::Range(0, 65535));
+  serve->add_option("--threads", so.threads, "worker threads (default 4)")
+      ->check(CLI::Range(1u, 256u));
+  serve->add_option("--warmup", so.warmup,
+                    "timed warm-up iterations of every served case at start-up (default 2)");
+
+  memkit::bench::load_options lo;
+  CLI::App* load = app.add_subcommand(
+      "load", "drive a serve-mode server: N keep-alive clients for T seconds, every answer "
+              "checked; prints counts, requests/s and latencies as JSON, exits 1 on any failure");
+  load->add_option("--host", lo.host, "server address (default 127.0.0.1)")
+      ->envname("MEMKIT_BENCH_HOST");
+  load->add_option("--port", lo.port, "server port (default 8080)")
+      ->envname("MEMKIT_BENCH_PORT")
+      ->check(CLI::Range(1, 65535));
+  load->add_option("--connections", lo.connections, "concurrent clients (default 4)")
+      ->check(CLI::Range(1u, 256u));
+  load->add_option("--seconds", lo.seconds, "how long to send (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
+  load->add_option("--workload", lo.workload, "workload of the /run requests (default json-tree)");
+  load->add_option("--variants", lo.variants,
+                   "variants to cycle through (default: every one the server serves for it)")
+      ->delimiter(',');
+  load->add_option("--iters", lo.iters, "iters of every /run request (default 1)")
+      ->check(CLI::Range(memkit::bench::min_serve_iters, memkit::bench::max_serve_iters));
+  load->add_option("--bad-every", lo.bad_every,
+                   "make every n-th request a bad one (400s and a 404; default 0: none)");
+  app.require_subcommand(0, 1);
+  app.fallthrough();
+
   CLI11_PARSE(app, argc, argv);
+  if (*serve) {
+    return memkit::bench::serve(so, o.p);
+  }
+  if (*load) {
+    return memkit::bench::load(lo);
+  }
   return memkit::bench::run(o);
 }

@@ -19,16 +19,6 @@
 namespace memkit::bench {
 namespace {
 
-/// Nearest-rank percentile of sorted samples: a value that was actually measured.
-double percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) {
-    return 0;
-  }
-  const auto rank =
-      static_cast<std::size_t>(std::ceil(q / 100.0 * static_cast<double>(sorted.size())));
-  return sorted[rank == 0 ? 0 : std::min(rank, sorted.size()) - 1];
-}
-
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return percentile(v, 50);
@@ -78,6 +68,15 @@ std::string thousands(double v) {
 }
 
 } // namespace
+
+double percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) {
+    return 0;
+  }
+  const auto rank =
+      static_cast<std::size_t>(std::ceil(q / 100.0 * static_cast<double>(sorted.size())));
+  return sorted[rank == 0 ? 0 : std::min(rank, sorted.size()) - 1];
+}
 
 result summarize(const workload& w, const std::string& variant, std::vector<measurement>& ms) {
   result r;
@@ -261,6 +260,27 @@ void print_targets(std::ostream& out, const std::vector<target_check>& targets) 
   }
 }
 
+nlohmann::json record_json(const result& r) {
+  return {{"workload", r.workload},
+          {"variant", r.variant},
+          {"unit", r.unit},
+          {"items_per_iteration", r.items},
+          {"iterations", r.iterations},
+          {"cold_us", r.cold_us},
+          {"min_us", r.min_us},
+          {"p50_us", r.p50_us},
+          {"p99_us", r.p99_us},
+          {"max_us", r.max_us},
+          {"mean_us", r.mean_us},
+          {"throughput_per_s", r.throughput_per_s},
+          {"speedup_vs_std", r.speedup_vs_std},
+          {"peak_rss_kib", r.peak_rss_kib},
+          {"hash", hex(r.hash)},
+          {"hash_ok", r.hash_ok},
+          {"percentiles_us", r.percentiles_us},
+          {"note", r.note}};
+}
+
 nlohmann::json to_json(const std::vector<result>& rows, const run_info& info) {
   nlohmann::json doc;
   doc["schema"] = schema_version;
@@ -278,24 +298,7 @@ nlohmann::json to_json(const std::vector<result>& rows, const run_info& info) {
   }
   auto& out = doc["results"] = nlohmann::json::array();
   for (const auto& r : rows) {
-    out.push_back({{"workload", r.workload},
-                   {"variant", r.variant},
-                   {"unit", r.unit},
-                   {"items_per_iteration", r.items},
-                   {"iterations", r.iterations},
-                   {"cold_us", r.cold_us},
-                   {"min_us", r.min_us},
-                   {"p50_us", r.p50_us},
-                   {"p99_us", r.p99_us},
-                   {"max_us", r.max_us},
-                   {"mean_us", r.mean_us},
-                   {"throughput_per_s", r.throughput_per_s},
-                   {"speedup_vs_std", r.speedup_vs_std},
-                   {"peak_rss_kib", r.peak_rss_kib},
-                   {"hash", hex(r.hash)},
-                   {"hash_ok", r.hash_ok},
-                   {"percentiles_us", r.percentiles_us},
-                   {"note", r.note}});
+    out.push_back(record_json(r));
   }
   return doc;
 }

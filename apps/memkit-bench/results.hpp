@@ -57,6 +57,10 @@ constexpr bool built_optimized() noexcept {
 #endif
 }
 
+/// \returns the nearest-rank `q`th percentile (0..100) of `sorted`: a value actually measured (0
+/// if empty).
+double percentile(const std::vector<double>& sorted, double q);
+
 /// \returns `ms` (one per repetition) summarised as a row.
 result summarize(const workload& w, const std::string& variant, std::vector<measurement>& ms);
 
@@ -83,6 +87,8 @@ std::vector<target_check> check_targets(const std::vector<result>& rows);
 
 void print_targets(std::ostream& out, const std::vector<target_check>& targets);
 
+/// \returns one row as the record batch mode writes in "results" (and serve mode's /run returns).
+nlohmann::json record_json(const result& r);
 nlohmann::json to_json(const std::vector<result>& rows, const run_info& info);
 /// \returns the rows of a document written by to_json. \throws nlohmann::json::exception.
 std::vector<result> rows_from_json(const nlohmann::json& doc);

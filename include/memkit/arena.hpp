@@ -10,6 +10,7 @@
 #include "config.hpp"
 #include "detail/align.hpp"
 #include "detail/bump.hpp"
+#include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "upstream.hpp"
@@ -90,13 +91,18 @@ public:
       : cur_(static_cast<char*>(buffer)), end_(cur_ + size), begin_(cur_), buffer_(cur_),
         buffer_size_(size), first_block_size_(std::max(options.first_block_size, min_block_size)),
         max_block_size_(std::max(options.max_block_size, first_block_size_)),
-        next_block_size_(first_block_size_), upstream_(std::move(upstream)) {}
+        next_block_size_(first_block_size_), upstream_(std::move(upstream)) {
+    detail::poison(buffer_, buffer_size_);
+  }
 
   arena(const arena&) = delete;
   arena& operator=(const arena&) = delete;
 
-  /// \effects `release()`.
-  ~arena() { release(); }
+  /// \effects `release()`; the caller buffer goes back unpoisoned.
+  ~arena() {
+    release();
+    detail::unpoison_kept(buffer_, buffer_size_);
+  }
 
   const char* name() const noexcept { return "memkit::arena"; }
 
@@ -124,6 +130,7 @@ public:
     }
     const std::size_t n = bytes == 0 ? 1 : bytes;
     if (void* p = detail::bump(cur_, end_, n, alignment); MEMKIT_LIKELY(p != nullptr)) {
+      detail::hand_out(p, n);
       return p;
     }
     return allocate_slow(n, alignment);
@@ -139,6 +146,7 @@ public:
     if (detail::in_range(c, begin_, static_cast<std::size_t>(cur_ - begin_)) &&
         static_cast<std::size_t>(cur_ - c) == n) {
       cur_ = c;
+      detail::poison(c, n);
     }
   }
 
@@ -180,6 +188,7 @@ public:
         report_misuse(misuse::bad_marker, name(), &m, 0, 0);
         return;
       }
+      detail::poison(m.cur_, static_cast<std::size_t>(cur_ - m.cur_));
       cur_ = m.cur_;
       return;
     }
@@ -195,6 +204,7 @@ public:
       return;
     }
     cache_blocks_until(b);
+    detail::poison(m.cur_, static_cast<std::size_t>(hi - m.cur_));
     begin_ = lo;
     cur_ = m.cur_;
     end_ = hi;
@@ -262,7 +272,9 @@ private:
     begin_ = data(b);
     cur_ = begin_;
     end_ = end(b);
-    return detail::bump(cur_, end_, bytes, alignment);
+    void* const p = detail::bump(cur_, end_, bytes, alignment);
+    detail::hand_out(p, bytes);
+    return p;
   }
 
   /// \returns the first cached block of at least `needed` bytes, unlinked, or null.
@@ -283,6 +295,7 @@ private:
     if (needed <= next_block_size_) {
       if (void* p = upstream_.try_allocate(next_block_size_, alignof(block)); p != nullptr) {
         auto* b = ::new (p) block{nullptr, next_block_size_, 0};
+        detail::poison(data(b), next_block_size_ - sizeof(block));
         next_block_size_ =
             next_block_size_ > max_block_size_ / 2 ? max_block_size_ : next_block_size_ * 2;
         return b;
@@ -292,7 +305,12 @@ private:
       }
     }
     void* p = upstream_.try_allocate(needed, alignof(block));
-    return p != nullptr ? ::new (p) block{nullptr, needed, 0} : nullptr;
+    if (p == nullptr) {
+      return nullptr;
+    }
+    auto* b = ::new (p) block{nullptr, needed, 0};
+    detail::poison(data(b), needed - sizeof(block));
+    return b;
   }
 
   /// Moves the in-use blocks newer than `last` to the front of the cache, oldest first, so they are
@@ -303,12 +321,14 @@ private:
       current_ = b->prev;
       b->prev = cached_;
       cached_ = b;
+      detail::poison(data(b), b->size - sizeof(block));
     }
   }
 
   void return_blocks(block* b) noexcept {
     while (b != nullptr) {
       block* const prev = b->prev;
+      detail::unpoison_kept(data(b), b->size - sizeof(block));
       upstream_.deallocate(b, b->size, alignof(block));
       b = prev;
     }
@@ -316,6 +336,7 @@ private:
 
   /// Back to the start of the caller buffer, with every outstanding marker invalid.
   void restart() noexcept {
+    detail::poison(buffer_, buffer_size_);
     begin_ = buffer_;
     cur_ = buffer_;
     end_ = buffer_ + buffer_size_;

@@ -11,6 +11,7 @@
 #include "detail/align.hpp"
 #include "detail/block_index.hpp"
 #include "detail/fit_table.hpp"
+#include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "upstream.hpp"
@@ -94,9 +95,11 @@ public:
       return nullptr;
     }
     if (MEMKIT_LIKELY(top_ != 0)) {
-      return storage_ + stack_[top_--] * block_size_;
+      unsigned char* const p = storage_ + stack_[top_--] * block_size_;
+      detail::hand_out(p, bytes);
+      return p;
     }
-    return carve();
+    return carve(bytes);
   }
 
   /// \effects makes the block at `p` free again; nothing if `p` is null.
@@ -113,6 +116,7 @@ public:
       return;
     }
     stack_[++top_] = static_cast<std::uint32_t>(i);
+    detail::poison(p, block_size_);
   }
 
   /// \returns whether `p` is the start of a block handed out since the last reset or release
@@ -132,6 +136,7 @@ public:
   /// \effects makes every block free in O(1), keeping both arrays.
   /// \requires no block is still in use.
   void reset() noexcept {
+    detail::poison(storage_, carved_ * block_size_);
     top_ = 0;
     carved_ = 0;
   }
@@ -139,13 +144,14 @@ public:
   /// \effects returns both arrays to the upstream with the sizes and alignments they were obtained
   /// with; the next allocation obtains them again. \requires no block is still in use.
   void release() noexcept {
+    reset(); // first: it poisons the storage, which goes back unpoisoned
     if (storage_ != nullptr) {
+      detail::unpoison_kept(storage_, storage_bytes());
       upstream_.deallocate(stack_, stack_bytes(), alignof(std::uint32_t));
       upstream_.deallocate(storage_, storage_bytes(), block_alignment_);
       storage_ = nullptr;
       stack_ = nullptr;
     }
-    reset();
   }
 
 private:
@@ -165,11 +171,13 @@ private:
 
   /// No returned block is waiting: hand out the next block never used before, if any, obtaining
   /// the arrays first if this is the first one.
-  MEMKIT_NOINLINE void* carve() noexcept {
+  MEMKIT_NOINLINE void* carve(std::size_t bytes) noexcept {
     if (carved_ == capacity_ || (storage_ == nullptr && !acquire())) {
       return nullptr;
     }
-    return storage_ + carved_++ * block_size_;
+    unsigned char* const p = storage_ + carved_++ * block_size_;
+    detail::hand_out(p, bytes);
+    return p;
   }
 
   MEMKIT_NOINLINE bool acquire() noexcept {
@@ -184,6 +192,7 @@ private:
     }
     storage_ = static_cast<unsigned char*>(storage);
     stack_ = static_cast<std::uint32_t*>(stack);
+    detail::poison(storage_, storage_bytes());
     stack_[0] = no_block;
     return true;
   }

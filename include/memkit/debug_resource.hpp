@@ -17,6 +17,7 @@
 
 #include "config.hpp"
 #include "detail/align.hpp"
+#include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 
@@ -122,6 +123,14 @@ struct debug_header {
 /// An arbitrary odd 64-bit constant; it only has to differ from what a stray write leaves.
 inline constexpr std::size_t debug_cookie = static_cast<std::size_t>(0x9E3779B97F4A7C15ull);
 
+/// Whether `R` has markers: `marker()`, `rollback(marker)` and `used()` (arena, stack).
+template <class R, class = void>
+struct has_rollback : std::false_type {};
+template <class R>
+struct has_rollback<
+    R, std::void_t<decltype(std::declval<R&>().rollback(std::declval<const R&>().marker())),
+                   decltype(std::declval<const R&>().used())>> : std::true_type {};
+
 constexpr std::size_t debug_guard(std::size_t requested) noexcept {
   const std::size_t g = round_up(requested, alignof(debug_header));
   return g < alignof(debug_header) ? alignof(debug_header) : g;
@@ -152,6 +161,29 @@ debug_block_size(std::size_t bytes, std::size_t alignment = default_alignment,
   }
   return front + n + guard;
 }
+
+/// A saved position of a `debug_resource` over a strategy with markers (arena, stack), from its
+/// `marker()`: the wrapped strategy's marker plus what the registry needs to tell which blocks a
+/// `rollback()` frees. A default-constructed one belongs to no resource.
+template <class Marker>
+class debug_marker {
+public:
+  debug_marker() noexcept = default;
+
+private:
+  template <class>
+  friend class debug_resource;
+
+  debug_marker(const void* owner, const Marker& inner, std::size_t serial, std::size_t allocations,
+               std::size_t used) noexcept
+      : owner_(owner), inner_(inner), serial_(serial), allocations_(allocations), used_(used) {}
+
+  const void* owner_ = nullptr;
+  Marker inner_{};
+  std::size_t serial_ = 0;      ///< which marker of its resource this is, from 1
+  std::size_t allocations_ = 0; ///< blocks numbered above it were allocated after it
+  std::size_t used_ = 0;        ///< the wrapped strategy's `used()` when it was taken
+};
 
 /// A resource that checks how another is used (docs/debugging.md). Every block is obtained from the
 /// wrapped `Resource` with a header and guard bytes on both sides, and is recorded in a registry
@@ -252,6 +284,7 @@ public:
     if (options_.fill) {
       std::memset(p, debug_fresh_byte, n);
     }
+    cover(p, n, a);
     return p;
   }
 
@@ -280,6 +313,7 @@ public:
     bury(static_cast<char*>(p), it->second, block_state::freed);
     forget_if_too_many();
     const std::size_t a = std::max(b.alignment, alignof(detail::debug_header));
+    expose(static_cast<char*>(p), b);
     r_.deallocate(static_cast<char*>(p) - detail::debug_front(guard_, a),
                   debug_block_size(b.size, a, guard_), a);
   }
@@ -297,6 +331,42 @@ public:
   void reset() noexcept {
     bury_all();
     r_.reset();
+  }
+
+  /// \returns the current position of the wrapped strategy, to pass to `rollback()`. Present when
+  /// it has markers (arena, stack).
+  /// \throws std::bad_alloc if the list of valid markers cannot grow.
+  template <class R = Resource, class = std::enable_if_t<detail::has_rollback<R>::value>>
+  auto marker() -> debug_marker<decltype(std::declval<const R&>().marker())> {
+    marks_.push_back(marks_taken_ + 1);
+    ++marks_taken_;
+    return {this, r_.marker(), marks_taken_, allocations_, r_.used()};
+  }
+
+  /// \effects fills every block allocated after `m` was taken with `debug_freed_byte` and marks it
+  /// dead (a later `deallocate` of one is reported as `use_after_reset`), then rolls the wrapped
+  /// strategy back to `m`. O(addresses in the registry). A marker of another resource, from before
+  /// a `reset()`, `release()` or a rollback to an older marker, or ahead of the current position
+  /// (its blocks freed since) is reported as `bad_marker` and ignored.
+  template <class Marker, class R = Resource,
+            class = std::enable_if_t<detail::has_rollback<R>::value>>
+  void rollback(const debug_marker<Marker>& m) noexcept {
+    const auto valid = std::find(marks_.rbegin(), marks_.rend(), m.serial_);
+    if (m.owner_ != this || valid == marks_.rend() || m.used_ > r_.used()) {
+      react({debug_mistake::bad_marker, name_, &m, 0, 0, 0, 0, 0});
+      return;
+    }
+    marks_.erase(valid.base(), marks_.end()); // markers taken after `m` lie in the freed part
+    for (auto& [p, b] : blocks_) {
+      if (b.state == block_state::live && b.number > m.allocations_) {
+        bury(static_cast<char*>(p), b, block_state::reset);
+      }
+    }
+    while (!order_.empty() && !is_live(order_.back())) {
+      order_.pop_back();
+    }
+    forget_if_too_many();
+    r_.rollback(m.inner_);
   }
 
   /// \effects as `reset()`, then releases the wrapped resource. Present when it has `release()`.
@@ -389,10 +459,12 @@ private:
   void bury_all() noexcept {
     for (auto& [p, b] : blocks_) {
       if (b.state == block_state::live) {
+        expose(static_cast<char*>(p), b);
         bury(static_cast<char*>(p), b, block_state::reset);
       }
     }
     order_.clear();
+    marks_.clear();
     forget_if_too_many();
   }
 
@@ -406,8 +478,29 @@ private:
     dead_count_ = 0;
   }
 
+  /// Poisons the header, the guards and the padding around the block at `p` of `n` bytes (1 if
+  /// 0), so that an overrun or underrun into them is reported by AddressSanitizer as it happens.
+  void cover(char* p, std::size_t n, std::size_t a) const noexcept {
+    if constexpr (detail::poisoning) {
+      const std::size_t front = detail::debug_front(guard_, a);
+      detail::poison(p - front, front);
+      detail::poison(p + n, guard_);
+    }
+  }
+
+  /// Unpoisons what `cover` poisoned: before the guards are read, and before the whole block goes
+  /// back to the wrapped resource, which may use it as it likes.
+  void expose(char* p, const block_info& b) const noexcept {
+    if constexpr (detail::poisoning) {
+      const std::size_t a = std::max(b.alignment, alignof(detail::debug_header));
+      const std::size_t front = detail::debug_front(guard_, a);
+      detail::unpoison_kept(p - front, debug_block_size(b.size, a, guard_));
+    }
+  }
+
   void check_guards(char* p, const block_info& b, std::size_t bytes,
                     std::size_t alignment) noexcept {
+    expose(p, b);
     char* const h = header_start(p);
     detail::debug_header stored;
     std::memcpy(&stored, h, sizeof(stored));
@@ -426,6 +519,7 @@ private:
       react({debug_mistake::overrun, name_, p, bytes, alignment, b.size, b.alignment, b.number});
       std::memset(p + n, debug_guard_byte, guard_);
     }
+    cover(p, n, std::max(b.alignment, alignof(detail::debug_header)));
   }
 
   bool intact(const char* guard) const noexcept {
@@ -526,6 +620,7 @@ private:
     for (auto it = leaks.rbegin(); it != leaks.rend(); ++it) {
       const auto& [p, b] = *it;
       const std::size_t a = std::max(b.alignment, alignof(detail::debug_header));
+      expose(static_cast<char*>(p), b);
       r_.deallocate(static_cast<char*>(p) - detail::debug_front(guard_, a),
                     debug_block_size(b.size, a, guard_), a);
     }
@@ -538,7 +633,9 @@ private:
   std::size_t guard_;
   /// Every block handed out, live or dead, by address: O(1) per call.
   std::unordered_map<void*, block_info> blocks_;
-  std::vector<void*> order_; ///< live blocks in allocation order, kept only with `lifo`
+  std::vector<void*> order_;       ///< live blocks in allocation order, kept only with `lifo`
+  std::vector<std::size_t> marks_; ///< serials of the markers still valid, oldest first
+  std::size_t marks_taken_ = 0;
   std::size_t live_count_ = 0;
   std::size_t dead_count_ = 0;
   std::size_t allocations_ = 0;

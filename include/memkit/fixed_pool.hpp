@@ -9,6 +9,7 @@
 #include "detail/align.hpp"
 #include "detail/block_index.hpp"
 #include "detail/fit_table.hpp"
+#include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 
@@ -71,8 +72,15 @@ public:
     if (pad < storage_bytes) {
       begin_ = static_cast<char*>(storage) + pad;
       capacity_ = (storage_bytes - pad) / block_size_;
+      detail::poison(begin_, capacity_ * block_size_);
     }
   }
+
+#if MEMKIT_POISONING
+  /// \effects gives the storage back to the caller unpoisoned (only in poisoning builds, so that
+  /// the pool stays trivially destructible otherwise).
+  ~fixed_pool() { detail::unpoison_kept(begin_, capacity_ * block_size_); }
+#endif
 
   fixed_pool(const fixed_pool&) = delete;
   fixed_pool& operator=(const fixed_pool&) = delete;
@@ -93,7 +101,7 @@ public:
   /// free list, so that the hot paths keep no counter (a load and a store per call otherwise).
   std::size_t in_use() const noexcept {
     std::size_t free = 0;
-    for (const node* n = free_; n != nullptr; n = n->next) {
+    for (const node* n = free_; n != nullptr; n = detail::load_hidden<node*>(n)) {
       ++free;
     }
     return carved_ - free;
@@ -114,10 +122,11 @@ public:
     }
     if (MEMKIT_LIKELY(free_ != nullptr)) {
       node* n = free_;
-      free_ = n->next;
+      free_ = detail::load_hidden<node*>(n);
+      detail::hand_out(n, bytes);
       return n;
     }
-    return carve();
+    return carve(bytes);
   }
 
   /// \effects makes the block at `p` free again; nothing if `p` is null.
@@ -133,7 +142,8 @@ public:
     } else if (p == nullptr) {
       return;
     }
-    free_ = ::new (p) node{free_};
+    detail::store_hidden(p, free_, block_size_);
+    free_ = static_cast<node*>(p);
   }
 
   /// \returns whether `p` is the start of a block this pool has handed out since the last reset
@@ -145,17 +155,20 @@ public:
   /// \effects makes every block free in O(1); carving starts again from the first block.
   /// \requires no block is still in use.
   void reset() noexcept {
+    detail::poison(begin_, carved_ * block_size_);
     free_ = nullptr;
     carved_ = 0;
   }
 
 private:
   /// The free list is empty: hand out the next block never used before, if any.
-  MEMKIT_NOINLINE void* carve() noexcept {
+  MEMKIT_NOINLINE void* carve(std::size_t bytes) noexcept {
     if (carved_ == capacity_) {
       return nullptr;
     }
-    return begin_ + carved_++ * block_size_;
+    char* const p = begin_ + carved_++ * block_size_;
+    detail::hand_out(p, bytes);
+    return p;
   }
 
   MEMKIT_NOINLINE MEMKIT_COLD void reject(void* p, std::size_t bytes,

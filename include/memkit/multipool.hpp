@@ -13,6 +13,7 @@
 #include "config.hpp"
 #include "detail/align.hpp"
 #include "detail/bump.hpp"
+#include "detail/poison.hpp"
 #include "detail/size_class.hpp"
 #include "error.hpp"
 #include "resource.hpp"
@@ -223,8 +224,15 @@ public:
   multipool(const multipool&) = delete;
   multipool& operator=(const multipool&) = delete;
 
-  /// \effects release().
-  ~multipool() { release(); }
+  /// \effects release(); a caller buffer goes back unpoisoned.
+  ~multipool() {
+    release();
+    if constexpr (detail::poisoning) {
+      if (!heap_) {
+        detail::unpoison_kept(storage_, span_);
+      }
+    }
+  }
 
   const char* name() const noexcept { return "memkit::multipool"; }
 
@@ -251,7 +259,7 @@ public:
   /// \returns a block of `bytes` (1 if 0) aligned to `alignment`, or null.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (MEMKIT_LIKELY(is_plain(bytes, alignment))) {
-      return pop(detail::class_index(bytes));
+      return pop(detail::class_index(bytes), bytes);
     }
     return allocate_unusual(bytes, alignment);
   }
@@ -285,11 +293,15 @@ public:
       for (std::size_t i = 0; i < class_count_; ++i) {
         for (chunk_header* h = classes_[i].chunks; h != nullptr;) {
           chunk_header* const next = h->next;
+          detail::unpoison_kept(h->base,
+                                static_cast<std::size_t>(reinterpret_cast<char*>(h) - h->base));
           upstream_.deallocate(h->base, h->bytes, h->alignment);
           h = next;
         }
       }
       large_.release(upstream_);
+    } else {
+      detail::poison(storage_, static_cast<std::size_t>(cursor_ - storage_));
     }
     bins_.fill(bin{});
     classes_.fill(class_state{});
@@ -299,6 +311,17 @@ public:
   /// \effects makes every block free. Heap mode keeps the chunks (each class carves its own again)
   /// and returns large blocks to the upstream; static mode makes the whole buffer available.
   void reset() noexcept {
+    if constexpr (detail::poisoning) {
+      if (!heap_) {
+        detail::poison(storage_, static_cast<std::size_t>(cursor_ - storage_));
+      }
+      for (std::size_t i = 0; i < class_count_; ++i) {
+        for (const chunk_header* h = classes_[i].chunks; h != nullptr; h = h->next) {
+          detail::poison(h->base,
+                         static_cast<std::size_t>(reinterpret_cast<const char*>(h) - h->base));
+        }
+      }
+    }
     bins_.fill(bin{});
     for (std::size_t i = 0; i < class_count_; ++i) {
       class_state& k = classes_[i];
@@ -359,7 +382,13 @@ private:
         storage_(storage), span_(span), cursor_(storage),
         class_count_(detail::class_index(max_class_size()) + 1),
         chunk_size_(options.chunk_size & ~(detail::class_granularity - 1)), heap_(heap),
-        upstream_(std::move(upstream)) {}
+        upstream_(std::move(upstream)) {
+    if constexpr (detail::poisoning) {
+      if (!heap_) {
+        detail::poison(storage_, span_);
+      }
+    }
+  }
 
   /// Sizes and alignments the fast paths serve: 1..max_class_size() bytes, alignment a power of
   /// two up to the class granularity (every block has it).
@@ -382,21 +411,17 @@ private:
     return n - 1 <= last_class_byte_ ? detail::class_index(n) : class_count_;
   }
 
-  static void* next_of(void* block) noexcept {
-    void* next;
-    std::memcpy(&next, block, sizeof next);
-    return next;
-  }
-
-  void* pop(std::size_t i) noexcept {
+  // Free blocks stay poisoned as a whole, their link included (detail::load_hidden).
+  void* pop(std::size_t i, std::size_t bytes) noexcept {
     bin& b = bins_[i];
     void* const p = b.free;
     if (MEMKIT_LIKELY(p != nullptr)) {
-      b.free = next_of(p);
+      b.free = detail::load_hidden<void*>(p);
       ++b.in_use;
+      detail::hand_out(p, bytes);
       return p;
     }
-    return carve(i);
+    return carve(i, bytes);
   }
 
   void push(std::size_t i, void* p, std::size_t bytes, std::size_t alignment) noexcept {
@@ -406,7 +431,7 @@ private:
       reject(p, bytes, alignment);
       return;
     }
-    std::memcpy(p, &b.free, sizeof b.free);
+    detail::store_hidden(p, b.free, detail::class_size(i));
     b.free = p;
     --b.in_use;
   }
@@ -422,7 +447,7 @@ private:
   }
 
   /// Slow path of `pop`: the next block of the class's current chunk, or of a new one.
-  MEMKIT_NOINLINE void* carve(std::size_t i) noexcept {
+  MEMKIT_NOINLINE void* carve(std::size_t i, std::size_t bytes) noexcept {
     const std::size_t size = detail::class_size(i);
     class_state& k = classes_[i];
     if (static_cast<std::size_t>(k.end - k.cursor) < size && !next_chunk(k, size)) {
@@ -431,6 +456,7 @@ private:
     void* const p = k.cursor;
     k.cursor += size;
     ++bins_[i].in_use;
+    detail::hand_out(p, bytes);
     return p;
   }
 
@@ -470,6 +496,7 @@ private:
     }
     k.cursor = h->base;
     k.end = reinterpret_cast<char*>(h);
+    detail::poison(k.cursor, static_cast<std::size_t>(k.end - k.cursor));
     return true;
   }
 
@@ -479,7 +506,7 @@ private:
       return nullptr;
     }
     if (const std::size_t i = class_for(bytes, alignment); i < class_count_) {
-      return pop(i);
+      return pop(i, bytes);
     }
     if (!heap_) {
       return nullptr;

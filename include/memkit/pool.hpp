@@ -8,6 +8,7 @@
 #include "config.hpp"
 #include "detail/align.hpp"
 #include "detail/fit_table.hpp"
+#include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "upstream.hpp"
@@ -129,7 +130,7 @@ public:
     } else if (p == nullptr) {
       return;
     }
-    free_ = ::new (p) node{free_};
+    push(p);
   }
 
   /// \returns whether `p` points into a chunk's blocks (handed out, free or not yet carved).
@@ -178,6 +179,11 @@ public:
   /// so a steady cycle of allocations and reset() makes no upstream calls.
   /// \requires no block is still in use (they become invalid).
   void reset() noexcept {
+    if constexpr (detail::poisoning) {
+      for (const chunk* c = head_; c != nullptr; c = c->next) {
+        detail::poison(blocks_begin(c), c->blocks * block_size_);
+      }
+    }
     free_ = nullptr;
     carved_ = 0;
     cursor_ = head_;
@@ -190,6 +196,7 @@ public:
     for (chunk* c = head_; c != nullptr;) {
       chunk* next = c->next;
       const std::size_t area = c->blocks * block_size_;
+      detail::unpoison_kept(blocks_begin(c), area);
       upstream_.deallocate(blocks_begin(c), area + sizeof(chunk), block_alignment_);
       c = next;
     }
@@ -254,7 +261,8 @@ private:
   void* pop_or_slow(std::size_t bytes, std::size_t alignment) noexcept(!Throwing) {
     node* n = free_;
     if (MEMKIT_LIKELY(n != nullptr && fits_(bytes, alignment))) {
-      free_ = n->next;
+      free_ = detail::load_hidden<node*>(n);
+      detail::hand_out(n, bytes);
       return n;
     }
     if constexpr (Throwing) {
@@ -282,7 +290,8 @@ private:
       return nullptr;
     }
     if (node* n = free_; n != nullptr) {
-      free_ = n->next;
+      free_ = detail::load_hidden<node*>(n);
+      detail::hand_out(n, bytes);
       return n;
     }
     // A chunk's blocks end where its header starts; with no chunk both pointers are null.
@@ -301,6 +310,7 @@ private:
     void* p = bump_;
     bump_ += block_size_;
     ++carved_;
+    detail::hand_out(p, bytes);
     return p;
   }
 
@@ -317,6 +327,7 @@ private:
           capacity_ += want;
           ++chunk_count_;
           next_chunk_blocks_ = want <= max_chunk_blocks_ / 2 ? 2 * want : max_chunk_blocks_;
+          detail::poison(p, area);
           return ::new (static_cast<char*>(p) + area) chunk{nullptr, want};
         }
       }
@@ -330,10 +341,16 @@ private:
   // \returns the length of the free list, counting no further than `limit`.
   std::size_t count_free(std::size_t limit) const noexcept {
     std::size_t n = 0;
-    for (const node* f = free_; f != nullptr && n < limit; f = f->next) {
+    for (const node* f = free_; f != nullptr && n < limit; f = detail::load_hidden<node*>(f)) {
       ++n;
     }
     return n;
+  }
+
+  // Free blocks stay poisoned as a whole, their link included (detail::load_hidden).
+  void push(void* p) noexcept {
+    detail::store_hidden(p, free_, block_size_);
+    free_ = static_cast<node*>(p);
   }
 
   // Chunks after cursor_ in the list are never carved yet, so new ones go at the end.
@@ -360,7 +377,7 @@ private:
     } else if (p == free_) {
       report_misuse(misuse::double_free, name(), p, bytes, alignment);
     } else {
-      free_ = ::new (p) node{free_};
+      push(p);
     }
   }
 

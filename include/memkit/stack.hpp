@@ -9,6 +9,7 @@
 #include "config.hpp"
 #include "detail/align.hpp"
 #include "detail/bump.hpp"
+#include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "upstream.hpp"
@@ -65,13 +66,22 @@ public:
   /// \requires the buffer stays valid and unused by others while the stack lives.
   stack(void* buffer, std::size_t size) noexcept(std::is_nothrow_default_constructible_v<Upstream>)
       : top_(static_cast<char*>(buffer)), end_(top_ + size), base_(top_), capacity_(size),
-        owns_region_(false), upstream_() {}
+        owns_region_(false), upstream_() {
+    detail::poison(buffer, size);
+  }
 
   stack(const stack&) = delete;
   stack& operator=(const stack&) = delete;
 
-  /// \effects `release()`.
-  ~stack() { release(); }
+  /// \effects `release()`; a caller buffer goes back unpoisoned.
+  ~stack() {
+    release();
+    if constexpr (detail::poisoning) {
+      if (!owns_region_ && base_ != nullptr) {
+        detail::unpoison_kept(base_, capacity_);
+      }
+    }
+  }
 
   const char* name() const noexcept { return "memkit::stack"; }
 
@@ -105,7 +115,9 @@ public:
       return nullptr;
     }
     const header h{top_, last_};
-    std::memcpy(p - header_size, &h, header_size); // blocks may be less aligned than a header
+    // Through memcpy: blocks may be less aligned than a header. The header stays poisoned.
+    detail::store_hidden(p - header_size, h, header_size);
+    detail::hand_out(p, n);
     top_ = cur;
     last_ = p;
     return p;
@@ -124,8 +136,8 @@ public:
     const std::size_t n = bytes == 0 ? 1 : bytes;
     // The top block's size is exactly the distance to the top.
     if (MEMKIT_LIKELY(c == last_ && static_cast<std::size_t>(top_ - c) == n)) {
-      header h;
-      std::memcpy(&h, c - header_size, header_size);
+      const auto h = detail::load_hidden<header>(c - header_size);
+      detail::poison(h.prev_top, static_cast<std::size_t>(top_ - h.prev_top));
       top_ = h.prev_top;
       last_ = h.prev_last;
       return;
@@ -154,12 +166,14 @@ public:
       report_misuse(misuse::bad_marker, name(), &m, 0, 0);
       return;
     }
+    detail::poison(base_ + m.top_, used() - m.top_);
     top_ = base_ + m.top_;
     last_ = m.last_ != stack_marker::no_block ? base_ + m.last_ : nullptr;
   }
 
   /// \effects frees every block; keeps the region.
   void reset() noexcept {
+    detail::poison(base_, used());
     top_ = base_;
     last_ = nullptr;
   }
@@ -167,7 +181,9 @@ public:
   /// \effects frees every block and returns the region to the upstream with the size and alignment
   /// it was obtained with (it is obtained again at the next allocation). A caller buffer is kept.
   void release() noexcept {
+    detail::poison(base_, used()); // a caller buffer is kept, free
     if (owns_region_ && base_ != nullptr) {
+      detail::unpoison_kept(base_, capacity_);
       upstream_.deallocate(base_, capacity_, region_alignment);
       base_ = nullptr;
       end_ = nullptr;
@@ -205,6 +221,7 @@ private:
     base_ = static_cast<char*>(region);
     top_ = base_;
     end_ = base_ + capacity_;
+    detail::poison(base_, capacity_);
     return try_allocate(bytes, alignment);
   }
 

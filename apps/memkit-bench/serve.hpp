@@ -1,0 +1,45 @@
+// apps/memkit-bench/serve.hpp: serve mode (the workloads over HTTP, with Prometheus metrics) and
+// the load client that drives it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace memkit::bench {
+
+/// The range of /run's `iters` (issue 6) and its value when the request gives none.
+inline constexpr std::size_t min_serve_iters = 1;
+inline constexpr std::size_t max_serve_iters = 10'000;
+inline constexpr std::size_t default_serve_iters = 1;
+
+struct serve_options {
+  std::string host = "127.0.0.1";
+  int port = 8080;        ///< 0: any free port (the bound port is printed on stdout)
+  unsigned threads = 4;   ///< the fixed worker pool; one keep-alive connection holds one worker
+  std::size_t warmup = 2; ///< timed warm-up iterations of every served case before listening
+};
+
+/// Serves the workloads of `p` until SIGINT or SIGTERM, then lets in-flight requests finish.
+/// \returns the process's exit status: 0 after a graceful stop, 1 if the server could not start.
+int serve(const serve_options& o, const params& p);
+
+struct load_options {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  unsigned connections = 4; ///< concurrent clients, each one keep-alive connection
+  double seconds = 10;
+  std::string workload = "json-tree";
+  std::vector<std::string> variants; ///< empty: every variant the server serves for `workload`
+  std::size_t iters = 1;
+  unsigned bad_every = 0; ///< every n-th request is a bad one (0: none)
+};
+
+/// Drives a server with `o.connections` clients for `o.seconds`, checking every response, and
+/// prints the counts, requests per second and latencies as JSON on stdout.
+/// \returns 0 if every request got the response it should, 1 otherwise.
+int load(const load_options& o);
+
+} // namespace memkit::bench
