@@ -365,9 +365,10 @@ int main(int argc, char** argv) {
               "checked; prints counts, requests/s and latencies as JSON, exits 1 on any failure");
   load->add_option("--host", lo.host, "server address (default 127.0.0.1)")
       ->envname("MEMKIT_BENCH_HOST");
+  // 0 passes the check: CLI11 reads MEMKIT_BENCH_PORT for every subcommand, and serve's 0 is valid.
   load->add_option("--port", lo.port, "server port (default 8080)")
       ->envname("MEMKIT_BENCH_PORT")
-      ->check(CLI::Range(1, 65535));
+      ->check(CLI::Range(0, 65535));
   load->add_option("--connections", lo.connections, "concurrent clients (default 4)")
       ->check(CLI::Range(1u, 256u));
   load->add_option("--seconds", lo.seconds, "how long to send (default 10)")
