@@ -7,6 +7,7 @@ namespace {
 struct target : memkit::fuzz::target_defaults {
   using resource = memkit::arena<memkit::fuzz::upstream>;
   static constexpr bool forgets_on_reset = true;
+  static constexpr bool poisons_on_deallocate = false; // only the newest block is reclaimed
 
   static auto make(memkit::fuzz::byte_reader& in) {
     memkit::fuzz::caller_storage buffer(in, 16 * 1024);

@@ -17,9 +17,14 @@
 #include <utility>
 #include <vector>
 
+#include "memkit/config.hpp"
 #include "memkit/error.hpp"
 #include "memkit/resource.hpp"
 #include "support/spy_resource.hpp"
+
+#if defined(MEMKIT_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace memkit::fuzz {
 
@@ -228,6 +233,9 @@ struct target_defaults {
   static constexpr bool forgets_on_reset = false;
   /// Destruction with blocks live is correct use: nothing leaks and nothing is reported.
   static constexpr bool may_abandon = true;
+  /// deallocate() poisons the block for AddressSanitizer (blocks that die in reset, rollback or
+  /// release are checked for every target).
+  static constexpr bool poisons_on_deallocate = true;
   /// \returns whether the strategy's own capacity may explain a failed valid request, with `live`
   /// blocks in use. Upstream refusals are excused without it.
   template <class Resource>
@@ -468,11 +476,26 @@ private:
       expect(r_.owns(b.p), "owns() denies a live block", b.size, b.alignment);
     }
     r_.deallocate(b.p, b.size, b.alignment);
+    if (Target::poisons_on_deallocate) {
+      expect_poisoned(b);
+    }
     forget(k);
     // A marker taken after b was allocated may now lie above the top.
     while (!marks_.empty() && marks_.back().seq >= b.seq) {
       marks_.pop_back();
     }
+  }
+
+  /// In AddressSanitizer builds, a dead block's first 8-byte granule must be poisoned: strategies
+  /// poison what they hold free, and a block that went back to the heap is poisoned by ASan itself.
+  /// A granule the block shares with its neighbours may stay addressable, so only whole ones count.
+  void expect_poisoned([[maybe_unused]] const block& b) const {
+#if defined(MEMKIT_ASAN)
+    if (reinterpret_cast<std::uintptr_t>(b.p) % 8 == 0 && extent(b.size) >= 8) {
+      expect(__asan_address_is_poisoned(b.p) != 0, "a dead block is not poisoned", b.size,
+             b.alignment);
+    }
+#endif
   }
 
   void forget(std::size_t k) {
@@ -515,6 +538,7 @@ private:
           expect(!forgotten || !r_.owns(live_[k].p), "owns() still claims a dead block",
                  live_[k].size, live_[k].alignment);
         }
+        expect_poisoned(live_[k]);
         forget(k);
       }
     }

@@ -346,8 +346,9 @@ int main(int argc, char** argv) {
   memkit::bench::serve_options so;
   CLI::App* serve = app.add_subcommand(
       "serve", "serve the workloads over HTTP: GET /healthz, /info, /run?workload=W&variant=V&"
-               "iters=N and /metrics (Prometheus) until SIGINT or SIGTERM (docs/SERVE.md); the "
-               "workload options above apply");
+               "iters=N and /metrics (Prometheus) until SIGINT or SIGTERM (docs/SERVE.md); batch "
+               "mode's workload options (--scale, --tree-depth, ...) apply, before or after "
+               "'serve'");
   serve->add_option("--host", so.host, "address to listen on (default 127.0.0.1)")
       ->envname("MEMKIT_BENCH_HOST");
   serve->add_option("--port", so.port, "port to listen on, 0 for any free one (default 8080)")
@@ -364,9 +365,10 @@ int main(int argc, char** argv) {
               "checked; prints counts, requests/s and latencies as JSON, exits 1 on any failure");
   load->add_option("--host", lo.host, "server address (default 127.0.0.1)")
       ->envname("MEMKIT_BENCH_HOST");
+  // 0 passes the check: CLI11 reads MEMKIT_BENCH_PORT for every subcommand, and serve's 0 is valid.
   load->add_option("--port", lo.port, "server port (default 8080)")
       ->envname("MEMKIT_BENCH_PORT")
-      ->check(CLI::Range(1, 65535));
+      ->check(CLI::Range(0, 65535));
   load->add_option("--connections", lo.connections, "concurrent clients (default 4)")
       ->check(CLI::Range(1u, 256u));
   load->add_option("--seconds", lo.seconds, "how long to send (default 10)")
@@ -380,7 +382,7 @@ int main(int argc, char** argv) {
   load->add_option("--bad-every", lo.bad_every,
                    "make every n-th request a bad one (400s and a 404; default 0: none)");
   app.require_subcommand(0, 1);
-  app.fallthrough();
+  serve->fallthrough(); // the workload options may follow "serve"
 
   CLI11_PARSE(app, argc, argv);
   if (*serve) {
