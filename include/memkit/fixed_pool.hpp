@@ -11,6 +11,7 @@
 #include "detail/fit_table.hpp"
 #include "error.hpp"
 #include "resource.hpp"
+#include "stats.hpp"
 
 namespace memkit {
 
@@ -19,7 +20,7 @@ namespace memkit {
 /// least a pointer in size and alignment (array_pool serves smaller blocks). Blocks are carved
 /// lazily: memory never handed out is never written, so a pool over a large reserved mapping only
 /// commits the pages it uses. Not thread-safe.
-class fixed_pool {
+class fixed_pool : private detail::stats_recorder<fixed_pool> {
   struct node {
     node* next;
   };
@@ -99,6 +100,9 @@ public:
     return carved_ - free;
   }
 
+  /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1).
+  using detail::stats_recorder<fixed_pool>::stats;
+
   /// \returns `try_allocate(bytes, alignment)` if not null.
   /// \throws bad_alignment, bad_size or out_of_memory (naming "memkit::fixed_pool") as
   /// docs/concepts.md describes.
@@ -110,14 +114,16 @@ public:
   /// `alignment` is not a power of two up to `block_alignment()`, or every block is in use.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (MEMKIT_UNLIKELY(!fits_(bytes, alignment))) {
+      on_failure();
       return nullptr;
     }
     if (MEMKIT_LIKELY(free_ != nullptr)) {
       node* n = free_;
       free_ = n->next;
+      on_allocate(bytes);
       return n;
     }
-    return carve();
+    return record(carve(), bytes);
   }
 
   /// \effects makes the block at `p` free again; nothing if `p` is null.
@@ -133,6 +139,7 @@ public:
     } else if (p == nullptr) {
       return;
     }
+    on_deallocate(bytes);
     free_ = ::new (p) node{free_};
   }
 
@@ -145,6 +152,7 @@ public:
   /// \effects makes every block free in O(1); carving starts again from the first block.
   /// \requires no block is still in use.
   void reset() noexcept {
+    on_reset();
     free_ = nullptr;
     carved_ = 0;
   }
