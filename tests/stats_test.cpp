@@ -38,6 +38,18 @@ using spy_ref = memkit::resource_ref<spy_resource>;
 // one: every expectation states the counts with statistics on, and expects zeros with them off.
 statistics expected(const statistics& on) { return memkit::statistics_enabled ? on : statistics{}; }
 
+// Every strategy reports through the same member, in either build.
+template <class R>
+constexpr bool
+    has_stats_v = std::is_same_v<decltype(std::declval<const R&>().stats()), statistics>&& noexcept(
+        std::declval<const R&>().stats());
+static_assert(has_stats_v<memkit::fixed_pool> && has_stats_v<memkit::inline_fixed_pool<8, 1>> &&
+              has_stats_v<memkit::pool<>> && has_stats_v<memkit::array_pool<>> &&
+              has_stats_v<memkit::arena<>> && has_stats_v<memkit::stack<>> &&
+              has_stats_v<memkit::multipool<>> &&
+              has_stats_v<memkit::fallback<memkit::fixed_pool, memkit::malloc_resource>> &&
+              has_stats_v<memkit::aligned<>> && has_stats_v<memkit::node_pool<>>);
+
 // The upstream counters must agree with what the spy saw.
 void expect_upstream_matches(const statistics& s, const spy_resource& spy) {
   if constexpr (memkit::statistics_enabled) {
