@@ -9,6 +9,7 @@
 #include "detail/align.hpp"
 #include "error.hpp"
 #include "resource.hpp"
+#include "stats.hpp"
 #include "upstream.hpp"
 
 namespace memkit {
@@ -24,7 +25,7 @@ namespace memkit {
 /// mismatch), an alignment that is not a power of two (alignment mismatch). Everything else is the
 /// upstream's to check.
 template <class Upstream = malloc_resource, std::size_t Alignment = cache_line_size>
-class aligned {
+class aligned : private detail::stats_recorder<aligned<Upstream, Alignment>> {
   static_assert(is_resource_v<Upstream>, "memkit::aligned<Upstream>: Upstream must be a resource");
   static_assert(detail::is_valid_alignment(Alignment),
                 "memkit::aligned<Upstream, Alignment>: Alignment must be a power of two");
@@ -54,9 +55,15 @@ public:
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     const std::size_t size = detail::round_up(bytes == 0 ? 1 : bytes, Alignment);
     if (!detail::is_valid_alignment(alignment) || size == 0) {
+      this->on_failure();
       return nullptr;
     }
-    return upstream_.try_allocate(size, alignment > Alignment ? alignment : Alignment);
+    void* p = this->record(
+        upstream_.try_allocate(size, alignment > Alignment ? alignment : Alignment), bytes);
+    if (p != nullptr) {
+      this->on_upstream_allocate(size);
+    }
+    return p;
   }
 
   /// Returns the block to the upstream with the size and alignment try_allocate used.
@@ -70,6 +77,8 @@ public:
       diagnose_deallocate(p, bytes, alignment);
       return;
     }
+    this->on_deallocate(bytes);
+    this->on_upstream_deallocate(size);
     upstream_.deallocate(p, size, alignment > Alignment ? alignment : Alignment);
   }
 
@@ -81,6 +90,9 @@ public:
 
   Upstream& upstream() noexcept { return upstream_; }
   const Upstream& upstream() const noexcept { return upstream_; }
+
+  /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1).
+  using detail::stats_recorder<aligned<Upstream, Alignment>>::stats;
 
 private:
   MEMKIT_NOINLINE MEMKIT_COLD void diagnose_deallocate(void* p, std::size_t bytes,

@@ -13,6 +13,7 @@
 #include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
+#include "stats.hpp"
 #include "upstream.hpp"
 
 namespace memkit {
@@ -42,7 +43,7 @@ struct alignas(default_alignment) arena_block {
 
 /// A saved arena position (docs/concepts.md, "Marker"), obtained from `arena::marker()`.
 /// A default-constructed marker belongs to no arena.
-class arena_marker {
+class arena_marker : private detail::usage_mark {
 public:
   arena_marker() noexcept = default;
 
@@ -50,9 +51,9 @@ private:
   template <class>
   friend class arena;
 
-  arena_marker(const void* owner, const detail::arena_block* block, char* cur,
-               std::size_t epoch) noexcept
-      : owner_(owner), block_(block), cur_(cur), epoch_(epoch) {}
+  arena_marker(const void* owner, const detail::arena_block* block, char* cur, std::size_t epoch,
+               const detail::usage_mark& usage) noexcept
+      : detail::usage_mark(usage), owner_(owner), block_(block), cur_(cur), epoch_(epoch) {}
 
   const void* owner_ = nullptr;
   const detail::arena_block* block_ = nullptr; ///< null: the caller buffer
@@ -68,7 +69,7 @@ private:
 /// were first used, so a steady build-use-reset cycle makes no upstream calls after its first
 /// round. They go back to the upstream only on `release()` or destruction.
 template <class Upstream = malloc_resource>
-class arena {
+class arena : private detail::stats_recorder<arena<Upstream>> {
   static_assert(is_resource_v<Upstream>,
                 "memkit::arena<Upstream>: Upstream must implement the resource interface "
                 "(docs/concepts.md)");
@@ -126,14 +127,16 @@ public:
   /// power of two, the size is impossible, or the upstream has no block for it.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (MEMKIT_UNLIKELY(!detail::is_valid_alignment(alignment))) {
+      this->on_failure();
       return nullptr;
     }
     const std::size_t n = bytes == 0 ? 1 : bytes;
     if (void* p = detail::bump(cur_, end_, n, alignment); MEMKIT_LIKELY(p != nullptr)) {
       detail::hand_out(p, n);
+      this->on_allocate(bytes);
       return p;
     }
-    return allocate_slow(n, alignment);
+    return this->record(allocate_slow(n, alignment), bytes);
   }
 
   /// \effects reclaims the block if it is the most recent one in the current buffer or block
@@ -141,6 +144,9 @@ public:
   /// `rollback()` or `release()`. Nothing is checked: use `owns(p)` for that.
   void deallocate(void* p, std::size_t bytes,
                   std::size_t /*alignment*/ = default_alignment) noexcept {
+    if (p != nullptr) {
+      this->on_deallocate(bytes);
+    }
     char* const c = static_cast<char*>(p);
     const std::size_t n = bytes == 0 ? 1 : bytes;
     if (detail::in_range(c, begin_, static_cast<std::size_t>(cur_ - begin_)) &&
@@ -171,7 +177,9 @@ public:
   }
 
   /// \returns the current position, to pass to `rollback()`. O(1).
-  arena_marker marker() const noexcept { return arena_marker(this, current_, cur_, epoch_); }
+  arena_marker marker() const noexcept {
+    return arena_marker(this, current_, cur_, epoch_, this->usage());
+  }
 
   /// \effects frees every block allocated after `m` was taken. Upstream blocks obtained since are
   /// kept for reuse (like `reset()`), so a mark-work-rollback loop settles into no upstream calls.
@@ -189,6 +197,7 @@ public:
         return;
       }
       detail::poison(m.cur_, static_cast<std::size_t>(cur_ - m.cur_));
+      this->on_rollback(m);
       cur_ = m.cur_;
       return;
     }
@@ -203,6 +212,7 @@ public:
       report_misuse(misuse::bad_marker, name(), &m, 0, 0);
       return;
     }
+    this->on_rollback(m);
     cache_blocks_until(b);
     detail::poison(m.cur_, static_cast<std::size_t>(hi - m.cur_));
     begin_ = lo;
@@ -213,6 +223,7 @@ public:
   /// \effects frees every block and invalidates every marker; keeps the upstream blocks for reuse,
   /// so a steady request cycle makes no upstream calls after its first round. O(upstream blocks).
   void reset() noexcept {
+    this->on_reset();
     cache_blocks_until(nullptr);
     restart();
   }
@@ -220,6 +231,7 @@ public:
   /// \effects frees every block, invalidates every marker and returns every upstream block with the
   /// size and alignment it was obtained with. The caller buffer is kept (it is the caller's).
   void release() noexcept {
+    this->on_reset();
     return_blocks(current_);
     return_blocks(cached_);
     current_ = nullptr;
@@ -238,6 +250,9 @@ public:
   std::size_t remaining() const noexcept { return static_cast<std::size_t>(end_ - cur_); }
 
   const Upstream& upstream() const noexcept { return upstream_; }
+
+  /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1).
+  using detail::stats_recorder<arena<Upstream>>::stats;
 
 private:
   /// Room for the header and one default-aligned block: smaller blocks could not serve anything.
@@ -294,6 +309,7 @@ private:
   block* obtain_block(std::size_t needed) noexcept {
     if (needed <= next_block_size_) {
       if (void* p = upstream_.try_allocate(next_block_size_, alignof(block)); p != nullptr) {
+        this->on_upstream_allocate(next_block_size_);
         auto* b = ::new (p) block{nullptr, next_block_size_, 0};
         detail::poison(data(b), next_block_size_ - sizeof(block));
         next_block_size_ =
@@ -308,6 +324,7 @@ private:
     if (p == nullptr) {
       return nullptr;
     }
+    this->on_upstream_allocate(needed);
     auto* b = ::new (p) block{nullptr, needed, 0};
     detail::poison(data(b), needed - sizeof(block));
     return b;
@@ -329,6 +346,7 @@ private:
     while (b != nullptr) {
       block* const prev = b->prev;
       detail::unpoison_kept(data(b), b->size - sizeof(block));
+      this->on_upstream_deallocate(b->size);
       upstream_.deallocate(b, b->size, alignof(block));
       b = prev;
     }

@@ -14,6 +14,7 @@
 #include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
+#include "stats.hpp"
 #include "upstream.hpp"
 
 namespace memkit {
@@ -23,7 +24,7 @@ namespace memkit {
 /// densely. Both arrays come from the upstream on first use; blocks are carved lazily, so storage
 /// never handed out is never written. Not thread-safe.
 template <class Upstream = malloc_resource>
-class array_pool {
+class array_pool : private detail::stats_recorder<array_pool<Upstream>> {
   static_assert(is_resource_v<Upstream>, "array_pool<Upstream>: Upstream must be a resource");
 
 public:
@@ -80,6 +81,9 @@ public:
   /// \returns how many blocks are allocated and not yet returned.
   std::size_t in_use() const noexcept { return carved_ - top_; }
 
+  /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1).
+  using detail::stats_recorder<array_pool<Upstream>>::stats;
+
   /// \returns `try_allocate(bytes, alignment)` if not null.
   /// \throws bad_alignment, bad_size or out_of_memory (naming "memkit::array_pool") as
   /// docs/concepts.md describes.
@@ -92,14 +96,16 @@ public:
   /// upstream cannot supply the arrays on first use.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (MEMKIT_UNLIKELY(!fits_(bytes, alignment))) {
+      this->on_failure();
       return nullptr;
     }
     if (MEMKIT_LIKELY(top_ != 0)) {
+      this->on_allocate(bytes);
       unsigned char* const p = storage_ + stack_[top_--] * block_size_;
       detail::hand_out(p, bytes);
       return p;
     }
-    return carve(bytes);
+    return this->record(carve(bytes), bytes);
   }
 
   /// \effects makes the block at `p` free again; nothing if `p` is null.
@@ -115,6 +121,7 @@ public:
       reject(p, bytes, alignment);
       return;
     }
+    this->on_deallocate(bytes);
     stack_[++top_] = static_cast<std::uint32_t>(i);
     detail::poison(p, block_size_);
   }
@@ -137,6 +144,7 @@ public:
   /// \requires no block is still in use.
   void reset() noexcept {
     detail::poison(storage_, carved_ * block_size_);
+    this->on_reset();
     top_ = 0;
     carved_ = 0;
   }
@@ -149,6 +157,8 @@ public:
       detail::unpoison_kept(storage_, storage_bytes());
       upstream_.deallocate(stack_, stack_bytes(), alignof(std::uint32_t));
       upstream_.deallocate(storage_, storage_bytes(), block_alignment_);
+      this->on_upstream_deallocate(stack_bytes());
+      this->on_upstream_deallocate(storage_bytes());
       storage_ = nullptr;
       stack_ = nullptr;
     }
@@ -185,11 +195,14 @@ private:
     if (storage == nullptr) {
       return false;
     }
+    this->on_upstream_allocate(storage_bytes());
     void* stack = upstream_.try_allocate(stack_bytes(), alignof(std::uint32_t));
     if (stack == nullptr) {
       upstream_.deallocate(storage, storage_bytes(), block_alignment_);
+      this->on_upstream_deallocate(storage_bytes());
       return false;
     }
+    this->on_upstream_allocate(stack_bytes());
     storage_ = static_cast<unsigned char*>(storage);
     stack_ = static_cast<std::uint32_t*>(stack);
     detail::poison(storage_, storage_bytes());

@@ -10,6 +10,7 @@
 
 #include "config.hpp"
 #include "resource.hpp"
+#include "stats.hpp"
 
 namespace memkit {
 
@@ -21,7 +22,7 @@ namespace memkit {
 /// construction, or `std::piecewise_construct` with one tuple of constructor arguments for each.
 /// A `resource_ref` member shares a resource that lives elsewhere.
 template <class Primary, class Secondary>
-class fallback {
+class fallback : private detail::stats_recorder<fallback<Primary, Secondary>> {
   static_assert(is_resource_v<Primary> && is_resource_v<Secondary>,
                 "memkit::fallback<Primary, Secondary>: both must implement the resource interface "
                 "(docs/concepts.md)");
@@ -64,9 +65,14 @@ public:
   /// \returns a block from the primary, else from the secondary, else null.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (void* p = primary_.try_allocate(bytes, alignment); MEMKIT_LIKELY(p != nullptr)) {
+      this->on_allocate(bytes);
       return p;
     }
-    return secondary_.try_allocate(bytes, alignment);
+    void* p = this->record(secondary_.try_allocate(bytes, alignment), bytes);
+    if (p != nullptr) {
+      this->on_fallback();
+    }
+    return p;
   }
 
   /// \effects returns `p` to the primary if it owns `p`, otherwise to the secondary, which then
@@ -75,6 +81,7 @@ public:
     if (p == nullptr) {
       return;
     }
+    this->on_deallocate(bytes);
     if (primary_.owns(p)) {
       primary_.deallocate(p, bytes, alignment);
     } else {
@@ -92,6 +99,10 @@ public:
   const Primary& primary() const noexcept { return primary_; }
   Secondary& secondary() noexcept { return secondary_; }
   const Secondary& secondary() const noexcept { return secondary_; }
+
+  /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1); each
+  /// member keeps its own, in primary().stats() and secondary().stats().
+  using detail::stats_recorder<fallback<Primary, Secondary>>::stats;
 
 private:
   template <class PrimaryTuple, class SecondaryTuple, std::size_t... I, std::size_t... J>

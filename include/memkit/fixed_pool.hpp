@@ -12,6 +12,7 @@
 #include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
+#include "stats.hpp"
 
 namespace memkit {
 
@@ -20,7 +21,7 @@ namespace memkit {
 /// least a pointer in size and alignment (array_pool serves smaller blocks). Blocks are carved
 /// lazily: memory never handed out is never written, so a pool over a large reserved mapping only
 /// commits the pages it uses. Not thread-safe.
-class fixed_pool {
+class fixed_pool : private detail::stats_recorder<fixed_pool> {
   struct node {
     node* next;
   };
@@ -107,6 +108,9 @@ public:
     return carved_ - free;
   }
 
+  /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1).
+  using detail::stats_recorder<fixed_pool>::stats;
+
   /// \returns `try_allocate(bytes, alignment)` if not null.
   /// \throws bad_alignment, bad_size or out_of_memory (naming "memkit::fixed_pool") as
   /// docs/concepts.md describes.
@@ -118,15 +122,17 @@ public:
   /// `alignment` is not a power of two up to `block_alignment()`, or every block is in use.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (MEMKIT_UNLIKELY(!fits_(bytes, alignment))) {
+      on_failure();
       return nullptr;
     }
     if (MEMKIT_LIKELY(free_ != nullptr)) {
       node* n = free_;
       free_ = detail::load_hidden<node*>(n);
       detail::hand_out(n, bytes);
+      on_allocate(bytes);
       return n;
     }
-    return carve(bytes);
+    return record(carve(bytes), bytes);
   }
 
   /// \effects makes the block at `p` free again; nothing if `p` is null.
@@ -142,6 +148,7 @@ public:
     } else if (p == nullptr) {
       return;
     }
+    on_deallocate(bytes);
     detail::store_hidden(p, free_, block_size_);
     free_ = static_cast<node*>(p);
   }
@@ -156,6 +163,7 @@ public:
   /// \requires no block is still in use.
   void reset() noexcept {
     detail::poison(begin_, carved_ * block_size_);
+    on_reset();
     free_ = nullptr;
     carved_ = 0;
   }

@@ -19,6 +19,7 @@
 #include "resource.hpp"
 #include "stack.hpp"
 #include "static_allocator.hpp"
+#include "stats.hpp"
 #include "test_resource.hpp"
 #include "unique.hpp"
 #include "upstream.hpp"

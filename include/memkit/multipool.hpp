@@ -17,6 +17,7 @@
 #include "detail/size_class.hpp"
 #include "error.hpp"
 #include "resource.hpp"
+#include "stats.hpp"
 #include "upstream.hpp"
 
 namespace memkit {
@@ -205,7 +206,7 @@ private:
 /// class size is always a multiple of A. Not thread-safe. The object holds the state of every
 /// possible class (about 2 KiB) so that constructing it allocates nothing.
 template <class Upstream = malloc_resource>
-class multipool {
+class multipool : private detail::stats_recorder<multipool<Upstream>> {
   static_assert(is_resource_v<Upstream>, "multipool<U>: U must implement the resource interface");
   static_assert(detail::class_size_limit - 1 <= UINT16_MAX, "see last_class_byte_");
 
@@ -259,9 +260,9 @@ public:
   /// \returns a block of `bytes` (1 if 0) aligned to `alignment`, or null.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (MEMKIT_LIKELY(is_plain(bytes, alignment))) {
-      return pop(detail::class_index(bytes), bytes);
+      return this->record(pop(detail::class_index(bytes), bytes), bytes);
     }
-    return allocate_unusual(bytes, alignment);
+    return this->record(allocate_unusual(bytes, alignment), bytes);
   }
 
   /// Returns a block to its class's free list (or to the upstream if it was passed through).
@@ -295,14 +296,17 @@ public:
           chunk_header* const next = h->next;
           detail::unpoison_kept(h->base,
                                 static_cast<std::size_t>(reinterpret_cast<char*>(h) - h->base));
+          this->on_upstream_deallocate(h->bytes); // before the header goes with the chunk
           upstream_.deallocate(h->base, h->bytes, h->alignment);
           h = next;
         }
       }
-      large_.release(upstream_);
+      auto upstream = counted_upstream();
+      large_.release(upstream);
     } else {
       detail::poison(storage_, static_cast<std::size_t>(cursor_ - storage_));
     }
+    this->on_reset();
     bins_.fill(bin{});
     classes_.fill(class_state{});
     cursor_ = storage_;
@@ -327,7 +331,9 @@ public:
       class_state& k = classes_[i];
       k = class_state{nullptr, nullptr, k.chunks, k.chunks};
     }
-    large_.clear(upstream_);
+    auto upstream = counted_upstream();
+    large_.clear(upstream);
+    this->on_reset();
     cursor_ = storage_;
   }
 
@@ -348,6 +354,9 @@ public:
     }
     return n;
   }
+
+  /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1).
+  using detail::stats_recorder<multipool<Upstream>>::stats;
 
 private:
   /// Free-list head and live count of one class: the only state the fast paths touch.
@@ -431,6 +440,7 @@ private:
       reject(p, bytes, alignment);
       return;
     }
+    this->on_deallocate(bytes);
     detail::store_hidden(p, b.free, detail::class_size(i));
     b.free = p;
     --b.in_use;
@@ -490,6 +500,7 @@ private:
       if (base == nullptr) {
         return false;
       }
+      this->on_upstream_allocate(bytes);
       h = ::new (base + bytes - sizeof(chunk_header))
           chunk_header{k.chunks, base, bytes, alignment};
       k.chunks = h;
@@ -511,9 +522,10 @@ private:
     if (!heap_) {
       return nullptr;
     }
-    void* const p = upstream_.try_allocate(bytes, alignment);
-    if (p != nullptr && !large_.insert(upstream_, {p, bytes, alignment})) {
-      upstream_.deallocate(p, bytes, alignment);
+    auto upstream = counted_upstream();
+    void* const p = upstream.try_allocate(bytes, alignment);
+    if (p != nullptr && !large_.insert(upstream, {p, bytes, alignment})) {
+      upstream.deallocate(p, bytes, alignment);
       return nullptr;
     }
     return p;
@@ -545,8 +557,15 @@ private:
       report_misuse(misuse::alignment_mismatch, name(), p, bytes, alignment);
     } else {
       large_.erase(e);
-      upstream_.deallocate(p, bytes, alignment);
+      this->on_deallocate(bytes);
+      counted_upstream().deallocate(p, bytes, alignment);
     }
+  }
+
+  /// The upstream, with every call counted in the statistics.
+  detail::recorded_upstream<Upstream, detail::stats_recorder<multipool>>
+  counted_upstream() noexcept {
+    return {upstream_, *this};
   }
 
   /// Whether `p` lies in a heap-mode chunk. O(chunks).

@@ -11,6 +11,7 @@
 #include "detail/align.hpp"
 #include "pool.hpp"
 #include "resource.hpp"
+#include "stats.hpp"
 #include "upstream.hpp"
 
 namespace memkit {
@@ -36,7 +37,7 @@ namespace memkit {
 /// Detected misuse in deallocate: whatever the pool detects for node-sized blocks (see pool.hpp);
 /// other blocks are the upstream's to check.
 template <class Upstream = malloc_resource>
-class node_pool {
+class node_pool : private detail::stats_recorder<node_pool<Upstream>> {
   static_assert(is_resource_v<Upstream>,
                 "memkit::node_pool<Upstream>: Upstream must be a resource");
 
@@ -73,17 +74,20 @@ public:
   /// (adopting it if nothing was adopted yet), otherwise from the upstream; or null.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (MEMKIT_LIKELY(bytes == node_size_ && alignment == node_alignment_)) {
-      return pool_.try_allocate(bytes, alignment);
+      return this->record(pool_.try_allocate(bytes, alignment), bytes);
     }
-    return adopt_or_forward(bytes, alignment);
+    return this->record(adopt_or_forward(bytes, alignment), bytes);
   }
 
   /// Returns a block from `try_allocate`/`allocate` with the same size and alignment.
   void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (MEMKIT_LIKELY(bytes == node_size_ && alignment == node_alignment_)) {
+      if (p != nullptr) {
+        this->on_deallocate(bytes);
+      }
       pool_.deallocate(p, bytes, alignment);
     } else if (p != nullptr) {
-      upstream_.deallocate(p, bytes, alignment);
+      deallocate_array(p, bytes, alignment);
     }
   }
 
@@ -91,8 +95,11 @@ public:
   /// \throws bad_alignment, bad_size, out_of_memory, naming this resource.
   void* allocate_array(std::size_t bytes, std::size_t alignment = default_alignment) {
     if (void* p = upstream_.try_allocate(bytes, alignment); MEMKIT_LIKELY(p != nullptr)) {
+      this->on_allocate(bytes);
+      this->on_upstream_allocate(bytes);
       return p;
     }
+    this->on_failure();
     detail::throw_failed_request(name(), bytes, alignment, max_size(), max_alignment());
   }
 
@@ -100,6 +107,8 @@ public:
   void deallocate_array(void* p, std::size_t bytes,
                         std::size_t alignment = default_alignment) noexcept {
     if (p != nullptr) {
+      this->on_deallocate(bytes);
+      this->on_upstream_deallocate(bytes);
       upstream_.deallocate(p, bytes, alignment);
     }
   }
@@ -117,14 +126,25 @@ public:
 
   /// \effects every node becomes free; the pool's chunks are kept. Arrays are not affected.
   /// \requires no node is still in use.
-  void reset() noexcept { pool_.reset(); }
+  void reset() noexcept {
+    this->on_discard(pool_.stats());
+    pool_.reset();
+  }
 
   /// \effects returns the pool's chunks to the upstream; the adopted size is kept. Arrays live in
   /// the upstream and are not affected. \requires no node is still in use.
-  void release() noexcept { pool_.release(); }
+  void release() noexcept {
+    this->on_discard(pool_.stats());
+    pool_.release();
+  }
 
   Upstream& upstream() noexcept { return upstream_; }
   const Upstream& upstream() const noexcept { return upstream_; }
+
+  /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1): every
+  /// request it served, nodes and arrays; upstream calls are the pool's chunks plus the blocks it
+  /// passed straight through.
+  statistics stats() const noexcept { return this->stats_with_upstream_of(pool_.stats()); }
 
 private:
   using pool_type = pool<resource_ref<Upstream>>;
@@ -157,7 +177,11 @@ private:
       }
       return pool_.try_allocate(bytes, alignment);
     }
-    return upstream_.try_allocate(bytes, alignment);
+    void* p = upstream_.try_allocate(bytes, alignment);
+    if (p != nullptr) {
+      this->on_upstream_allocate(bytes);
+    }
+    return p;
   }
 
   // Hot members first, so the fast paths touch one cache line (with the pool's own hot members).

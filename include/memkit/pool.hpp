@@ -11,6 +11,7 @@
 #include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
+#include "stats.hpp"
 #include "upstream.hpp"
 
 namespace memkit {
@@ -53,7 +54,7 @@ struct pool_options {
 /// mismatch), and freeing the block most recently freed (double free). A foreign pointer or an
 /// older double free is not detected: owns(p) is exact but walks the chunks.
 template <class Upstream = malloc_resource>
-class pool {
+class pool : private detail::stats_recorder<pool<Upstream>> {
   static_assert(is_resource_v<Upstream>, "memkit::pool<Upstream>: Upstream must be a resource");
 
 public:
@@ -130,6 +131,7 @@ public:
     } else if (p == nullptr) {
       return;
     }
+    this->on_deallocate(bytes);
     push(p);
   }
 
@@ -184,6 +186,7 @@ public:
         detail::poison(blocks_begin(c), c->blocks * block_size_);
       }
     }
+    this->on_reset();
     free_ = nullptr;
     carved_ = 0;
     cursor_ = head_;
@@ -198,8 +201,10 @@ public:
       const std::size_t area = c->blocks * block_size_;
       detail::unpoison_kept(blocks_begin(c), area);
       upstream_.deallocate(blocks_begin(c), area + sizeof(chunk), block_alignment_);
+      this->on_upstream_deallocate(area + sizeof(chunk));
       c = next;
     }
+    this->on_reset();
     free_ = nullptr;
     carved_ = 0;
     bump_ = nullptr;
@@ -218,6 +223,9 @@ public:
   std::size_t in_use() const noexcept { return carved_ - count_free(carved_); }
   /// \returns the chunks currently held from the upstream.
   std::size_t chunk_count() const noexcept { return chunk_count_; }
+
+  /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1).
+  using detail::stats_recorder<pool<Upstream>>::stats;
 
   Upstream& upstream() noexcept { return upstream_; }
   const Upstream& upstream() const noexcept { return upstream_; }
@@ -263,17 +271,18 @@ private:
     if (MEMKIT_LIKELY(n != nullptr && fits_(bytes, alignment))) {
       free_ = detail::load_hidden<node*>(n);
       detail::hand_out(n, bytes);
+      this->on_allocate(bytes);
       return n;
     }
     if constexpr (Throwing) {
       return allocate_slow_or_throw(bytes, alignment);
     } else {
-      return allocate_slow(bytes, alignment);
+      return this->record(allocate_slow(bytes, alignment), bytes);
     }
   }
 
   MEMKIT_NOINLINE void* allocate_slow_or_throw(std::size_t bytes, std::size_t alignment) {
-    void* p = allocate_slow(bytes, alignment);
+    void* p = this->record(allocate_slow(bytes, alignment), bytes);
     if (p == nullptr) {
       detail::throw_failed_request(name(), bytes, alignment, max_size(), max_alignment());
     }
@@ -324,6 +333,7 @@ private:
         const std::size_t area = want * block_size_;
         if (void* p = upstream_.try_allocate(area + sizeof(chunk), block_alignment_);
             p != nullptr) {
+          this->on_upstream_allocate(area + sizeof(chunk));
           capacity_ += want;
           ++chunk_count_;
           next_chunk_blocks_ = want <= max_chunk_blocks_ / 2 ? 2 * want : max_chunk_blocks_;
@@ -377,6 +387,7 @@ private:
     } else if (p == free_) {
       report_misuse(misuse::double_free, name(), p, bytes, alignment);
     } else {
+      this->on_deallocate(bytes);
       push(p);
     }
   }

@@ -12,6 +12,7 @@
 #include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
+#include "stats.hpp"
 #include "upstream.hpp"
 
 namespace memkit {
@@ -19,7 +20,7 @@ namespace memkit {
 /// A saved stack position (docs/concepts.md, "Marker"), obtained from `stack::marker()`.
 /// Kept as offsets, so a marker of the empty stack stays valid across the lazy region acquisition
 /// and `release()`. A default-constructed marker belongs to no stack.
-class stack_marker {
+class stack_marker : private detail::usage_mark {
 public:
   stack_marker() noexcept = default;
 
@@ -29,8 +30,9 @@ private:
 
   static constexpr std::size_t no_block = static_cast<std::size_t>(-1);
 
-  stack_marker(const void* owner, std::size_t top, std::size_t last) noexcept
-      : owner_(owner), top_(top), last_(last) {}
+  stack_marker(const void* owner, std::size_t top, std::size_t last,
+               const detail::usage_mark& usage) noexcept
+      : detail::usage_mark(usage), owner_(owner), top_(top), last_(last) {}
 
   const void* owner_ = nullptr;
   std::size_t top_ = 0;         ///< offset of the top
@@ -45,7 +47,7 @@ private:
 /// is reported (`lifo_violation`, `size_mismatch`, `double_free`, `foreign_pointer`) and ignored.
 /// Each block costs `sizeof(void*) * 2` bytes of header plus its alignment padding.
 template <class Upstream = malloc_resource>
-class stack {
+class stack : private detail::stats_recorder<stack<Upstream>> {
   static_assert(is_resource_v<Upstream>,
                 "memkit::stack<Upstream>: Upstream must implement the resource interface "
                 "(docs/concepts.md)");
@@ -103,6 +105,7 @@ public:
   /// the alignment is not a power of two or the region has no room for it (or cannot be obtained).
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (MEMKIT_UNLIKELY(!detail::is_valid_alignment(alignment))) {
+      this->on_failure();
       return nullptr;
     }
     if (MEMKIT_UNLIKELY(static_cast<std::size_t>(end_ - top_) < header_size)) {
@@ -112,8 +115,10 @@ public:
     char* cur = top_ + header_size;
     char* const p = static_cast<char*>(detail::bump(cur, end_, n, alignment));
     if (MEMKIT_UNLIKELY(p == nullptr)) {
+      this->on_failure();
       return nullptr;
     }
+    this->on_allocate(bytes);
     const header h{top_, last_};
     // Through memcpy: blocks may be less aligned than a header. The header stays poisoned.
     detail::store_hidden(p - header_size, h, header_size);
@@ -140,6 +145,7 @@ public:
       detail::poison(h.prev_top, static_cast<std::size_t>(top_ - h.prev_top));
       top_ = h.prev_top;
       last_ = h.prev_last;
+      this->on_deallocate(bytes);
       return;
     }
     report_bad_deallocate(c, bytes, alignment);
@@ -155,7 +161,8 @@ public:
   stack_marker marker() const noexcept {
     return stack_marker(this, used(),
                         last_ != nullptr ? static_cast<std::size_t>(last_ - base_)
-                                         : stack_marker::no_block);
+                                         : stack_marker::no_block,
+                        this->usage());
   }
 
   /// \effects frees, in O(1), every block allocated after `m` was taken.
@@ -167,6 +174,7 @@ public:
       return;
     }
     detail::poison(base_ + m.top_, used() - m.top_);
+    this->on_rollback(m);
     top_ = base_ + m.top_;
     last_ = m.last_ != stack_marker::no_block ? base_ + m.last_ : nullptr;
   }
@@ -174,6 +182,7 @@ public:
   /// \effects frees every block; keeps the region.
   void reset() noexcept {
     detail::poison(base_, used());
+    this->on_reset();
     top_ = base_;
     last_ = nullptr;
   }
@@ -185,9 +194,11 @@ public:
     if (owns_region_ && base_ != nullptr) {
       detail::unpoison_kept(base_, capacity_);
       upstream_.deallocate(base_, capacity_, region_alignment);
+      this->on_upstream_deallocate(capacity_);
       base_ = nullptr;
       end_ = nullptr;
     }
+    this->on_reset();
     top_ = base_;
     last_ = nullptr;
   }
@@ -204,6 +215,9 @@ public:
 
   const Upstream& upstream() const noexcept { return upstream_; }
 
+  /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1).
+  using detail::stats_recorder<stack<Upstream>>::stats;
+
 private:
   static constexpr std::size_t header_size = sizeof(header);
   /// The region is obtained with the alignment every allocation function guarantees.
@@ -212,12 +226,15 @@ private:
   /// Obtains the region at the first allocation; a stack that has one is simply full.
   MEMKIT_NOINLINE void* acquire_and_allocate(std::size_t bytes, std::size_t alignment) noexcept {
     if (base_ != nullptr || !owns_region_ || capacity_ <= header_size) {
+      this->on_failure();
       return nullptr;
     }
     void* region = upstream_.try_allocate(capacity_, region_alignment);
     if (region == nullptr) {
+      this->on_failure();
       return nullptr;
     }
+    this->on_upstream_allocate(capacity_);
     base_ = static_cast<char*>(region);
     top_ = base_;
     end_ = base_ + capacity_;
