@@ -88,7 +88,7 @@ TEST(Pool, HonoursEveryAlignmentUpToItsBlockAlignment) {
       EXPECT_TRUE(memkit::detail::is_aligned(p, pool.block_alignment())) << "alignment " << a;
       blocks.push_back(p);
     }
-    fill_and_verify(blocks, pool.block_size());
+    fill_and_verify(blocks, a);
     EXPECT_THROW((void)pool.allocate(a, pool.block_alignment() * 2), memkit::bad_alignment);
     for (void* p : blocks) {
       pool.deallocate(p, a, 1);
@@ -246,7 +246,7 @@ TEST(Pool, ResetKeepsEveryChunkAndStopsUpstreamCalls) {
     for (int i = 0; i < 500; ++i) {
       blocks.push_back(pool.allocate(24));
     }
-    fill_and_verify(blocks, pool.block_size());
+    fill_and_verify(blocks, 24);
     EXPECT_EQ(pool.in_use(), 500u);
     pool.reset();
     EXPECT_EQ(pool.in_use(), 0u);
