@@ -2,7 +2,9 @@
 # The whole test suite, as CI runs it: installs what is missing, then builds and runs every test
 # twice — optimized with GCC, and with AddressSanitizer + UndefinedBehaviorSanitizer with Clang, so
 # both compilers build everything warning-free. Both builds also compile every public header on its
-# own as C++17 and as C++20, and build and run the examples and the packaging consumers.
+# own as C++17 and as C++20, and build and run the examples, the packaging consumers and
+# memkit-bench's batch and serve-mode tests; the optimized build runs the Valgrind checks, the
+# sanitizer build runs every libFuzzer target for a bounded time and replays its corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh test
