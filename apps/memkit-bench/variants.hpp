@@ -146,11 +146,11 @@ namespace memkit::bench {
 /// current arena): the request-scoped arena of a server thread. Containers stay the size of
 /// std::allocator's, and moving or swapping them never compares allocators. The policy installs
 /// its arena for the thread that builds it and puts the previous one back when it goes.
-class thread_arena_policy {
+class thread_arena_policy : public memkit_policy<memkit::arena<>, true> {
 public:
   static constexpr const char* name = "memkit-thread-arena";
   explicit thread_arena_policy(const hint&) noexcept : previous_(current_thread_arena) {
-    current_thread_arena = &arena_;
+    current_thread_arena = &resource();
   }
   thread_arena_policy(const thread_arena_policy&) = delete;
   thread_arena_policy& operator=(const thread_arena_policy&) = delete;
@@ -162,16 +162,8 @@ public:
   allocator_type<T> allocator() noexcept {
     return {};
   }
-  void* allocate(std::size_t bytes, std::size_t alignment) {
-    return arena_.allocate(bytes, alignment);
-  }
-  void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept {
-    arena_.deallocate(p, bytes, alignment);
-  }
-  void recycle() noexcept { arena_.reset(); }
 
 private:
-  memkit::arena<> arena_;
   memkit::arena<>* previous_;
 };
 
