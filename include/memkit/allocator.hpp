@@ -8,9 +8,11 @@
 #include <type_traits>
 #include <utility>
 
+#include "config.hpp"
 #include "resource.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 namespace detail {
 
@@ -166,4 +168,5 @@ bool operator!=(const allocator<T, R>& a, const allocator<U, R>& b) noexcept {
   return !(a == b);
 }
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

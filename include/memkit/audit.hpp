@@ -8,7 +8,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "config.hpp"
+
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 namespace detail::audit_probe {
 
@@ -224,4 +227,5 @@ constexpr bool audit_allocator_aware() noexcept {
   return r::ok;
 }
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

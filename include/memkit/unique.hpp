@@ -7,9 +7,11 @@
 #include <utility>
 
 #include "allocator.hpp"
+#include "config.hpp"
 #include "resource.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 namespace detail {
 
@@ -98,4 +100,5 @@ unique_ptr_for<T, allocator<T, Resource>> allocate_unique(Resource& r, Args&&...
   return allocate_unique<T>(allocator<T, Resource>(r), std::forward<Args>(args)...);
 }
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -16,9 +16,11 @@
 #include <utility>
 #include <vector>
 
+#include "config.hpp"
 #include "static_allocator.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 // Aliases, not classes deriving from the standard ones as in seed 002: an xlist *is* a std::list,
 // converts to nothing, slices nothing and needs no forwarding constructors. The last template
@@ -81,4 +83,5 @@ using xostringstream = basic_xostringstream<char>;
 using xwstringstream = basic_xstringstream<wchar_t>;
 using xwostringstream = basic_xostringstream<wchar_t>;
 
+} // namespace MEMKIT_ABI
 } // namespace memkit
