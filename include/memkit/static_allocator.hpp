@@ -1,5 +1,5 @@
 // memkit/static_allocator.hpp: `memkit::static_allocator<T, Tag>`, a stateless standard allocator
-// over one process-wide resource per tag (seeds 002 and 004).
+// over one process-wide resource per tag (docs/background.md#x-containers and #array-pool).
 #pragma once
 
 #include <cstddef>
