@@ -11,6 +11,14 @@
 #if !defined(MEMKIT_ASAN) && defined(__SANITIZE_ADDRESS__)
 #define MEMKIT_ASAN 1
 #endif
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MEMKIT_TSAN 1
+#endif
+#endif
+#if !defined(MEMKIT_TSAN) && defined(__SANITIZE_THREAD__)
+#define MEMKIT_TSAN 1
+#endif
 
 #if defined(__GNUC__)
 #define MEMKIT_LIKELY(x) __builtin_expect(!!(x), 1)
