@@ -12,6 +12,9 @@
 namespace memkit::bench {
 namespace {
 
+// Ordered: a line reads time, request, outcome.
+using json = nlohmann::ordered_json;
+
 thread_local request_trace current;
 
 /// RFC 3339 UTC with microseconds, e.g. 2024-05-01T12:00:00.123456Z.
@@ -29,8 +32,8 @@ std::string utc_now() {
   return text;
 }
 
-nlohmann::json param_or_null(const httplib::Request& req, const char* key) {
-  return req.has_param(key) ? nlohmann::json(req.get_param_value(key)) : nlohmann::json();
+json param_or_null(const httplib::Request& req, const char* key) {
+  return req.has_param(key) ? json(req.get_param_value(key)) : json();
 }
 
 } // namespace
@@ -59,24 +62,22 @@ request_log::~request_log() {
 
 void request_log::write(const httplib::Request& req, const httplib::Response& res,
                         const request_trace& t) {
-  nlohmann::json duration;
+  json duration;
   if (t.run_seconds) {
     duration = *t.run_seconds;
   } else if (t.start) {
     duration = std::chrono::duration<double>(std::chrono::steady_clock::now() - *t.start).count();
   }
-  const nlohmann::json line = {
-      {"time", utc_now()},
-      {"method", req.method},
-      {"path", req.path},
-      {"workload", param_or_null(req, "workload")},
-      {"variant", param_or_null(req, "variant")},
-      {"iterations", t.iterations ? nlohmann::json(*t.iterations) : nlohmann::json()},
-      {"status", res.status},
-      {"duration_s", duration}};
+  const json line = {{"time", utc_now()},
+                     {"method", req.method},
+                     {"path", req.path},
+                     {"workload", param_or_null(req, "workload")},
+                     {"variant", param_or_null(req, "variant")},
+                     {"iterations", t.iterations ? json(*t.iterations) : json()},
+                     {"status", res.status},
+                     {"duration_s", duration}};
   // One write per line: lines from concurrent requests never interleave.
-  const std::string text =
-      line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   const std::lock_guard<std::mutex> lock(mutex_);
   std::fwrite(text.data(), 1, text.size(), out_);
   std::fflush(out_);

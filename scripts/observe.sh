@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Observe mode: installs what is missing, builds memkit-bench (Release), serves its workloads,
+# lets a real Prometheus server (Debian's `prometheus`) scrape them on loopback while
+# `memkit-bench load` drives them, then reads p50 and p99 per variant over time back through
+# PromQL and writes report/observe/observe.png and report/observe/index.html (docs/SERVE.md).
+# Arguments go to apps/memkit-bench/observe.py, e.g. --seconds 10 --iters 1,100 --out DIR;
+# serve options after --, e.g. -- --threads 2.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh bench
+
+cmake -S . -B build/memkit-bench -DCMAKE_BUILD_TYPE=Release -DMEMKIT_BUILD_APPS=ON \
+  -DMEMKIT_BUILD_TESTS=OFF -DMEMKIT_BUILD_BENCHMARKS=OFF -DMEMKIT_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build/memkit-bench --target memkit-bench -j "$(nproc)"
+
+# observe.py stops the server, Prometheus and the load client it started when it ends, on an
+# error or a signal too; the trap passes a signal to it and waits for that.
+/usr/bin/python3 apps/memkit-bench/observe.py build/memkit-bench/apps/memkit-bench/memkit-bench \
+  "$@" &
+observer=$!
+trap 'kill -TERM "$observer" 2>/dev/null; wait "$observer"' INT TERM HUP
+trap 'kill -TERM "$observer" 2>/dev/null || true' EXIT
+wait "$observer"
