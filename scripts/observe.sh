@@ -7,16 +7,11 @@
 # serve options after --, e.g. -- --threads 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh bench
-
-cmake -S . -B build/memkit-bench -DCMAKE_BUILD_TYPE=Release -DMEMKIT_BUILD_APPS=ON \
-  -DMEMKIT_BUILD_TESTS=OFF -DMEMKIT_BUILD_BENCHMARKS=OFF -DMEMKIT_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build/memkit-bench --target memkit-bench -j "$(nproc)"
+bench=$(scripts/build-memkit-bench.sh)
 
 # observe.py stops the server, Prometheus and the load client it started when it ends, on an
 # error or a signal too; the trap passes a signal to it and waits for that.
-/usr/bin/python3 apps/memkit-bench/observe.py build/memkit-bench/apps/memkit-bench/memkit-bench \
-  "$@" &
+/usr/bin/python3 apps/memkit-bench/observe.py "$bench" "$@" &
 observer=$!
 trap 'kill -TERM "$observer" 2>/dev/null; wait "$observer"' INT TERM HUP
 trap 'kill -TERM "$observer" 2>/dev/null || true' EXIT
