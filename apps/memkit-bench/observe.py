@@ -225,17 +225,24 @@ def write_report(out, p50, p99, meta):
     fig.savefig(os.path.join(out, "observe.png"), dpi=100)
     plt.close(fig)
 
-    def median(points):
-        values = sorted(s for _, s in points)
-        return values[len(values) // 2] if values else float("nan")
+    def median(points, phase):
+        # The windows that lie wholly inside the phase.
+        begin, end = phase["started"] + meta["window"], phase["started"] + phase["report"].get(
+            "seconds", 0)
+        values = sorted(s for t, s in points if begin <= t <= end)
+        return 1e6 * values[len(values) // 2] if values else float("nan")
 
+    head = "".join("<th>iters=%d: p50</th><th>p99</th><th>client p50</th><th>client p99</th>"
+                   % p["iters"] for p in meta["phases"])
     rows = []
     for v in variants:
-        client = [p["report"]["variants"].get(v, {}) for p in meta["phases"]]
-        rows.append("<tr><td>%s</td><td>%.0f</td><td>%.0f</td><td>%s</td></tr>" % (
-            html.escape(v), 1e6 * median(p50.get(v, [])), 1e6 * median(p99.get(v, [])),
-            " / ".join("%.0f / %.0f" % (c.get("p50_us", 0), c.get("p99_us", 0))
-                       for c in client)))
+        cells = ""
+        for p in meta["phases"]:
+            client = p["report"].get("variants", {}).get(v, {})
+            cells += "<td>%.0f</td><td>%.0f</td><td>%.0f</td><td>%.0f</td>" % (
+                median(p50.get(v, []), p), median(p99.get(v, []), p),
+                client.get("p50_us", math.nan), client.get("p99_us", math.nan))
+        rows.append("<tr><td>%s</td>%s</tr>" % (html.escape(v), cells))
     phases = "".join(
         "<li>iters=%d: %d requests in %.0f s (%.0f/s), %d failed</li>" % (
             p["iters"], p["report"].get("requests", 0), p["report"].get("seconds", 0),
@@ -250,9 +257,10 @@ td,th{padding:2px 10px;text-align:right}td:first-child{text-align:left}</style><
 Prometheus %s; quantiles over <code>rate(...[%ds])</code>.</p>
 <ul>%s</ul>
 <img src="observe.png" alt="p50 and p99 per variant over time" width="1100">
-<h2>Medians over time</h2>
-<table><tr><th>variant</th><th>p50 us (Prometheus)</th><th>p99 us (Prometheus)</th>
-<th>client p50 / p99 us, per phase</th></tr>
+<h2>Per phase, in us</h2>
+<p>p50 and p99: the median over the phase of Prometheus' quantiles (windows wholly inside the
+phase); client: the load client's own percentiles over the phase.</p>
+<table><tr><th>variant</th>%s</tr>
 %s</table>
 <p>Prometheus' quantiles are of the server's <code>/run</code> handler time (the
 <code>%s</code> histogram, interpolated within its buckets); the load client's include the
@@ -261,7 +269,7 @@ network and the wait for a worker.</p>
 %s</pre></body></html>
 """ % (html.escape(meta["workload"]), meta["connections"], html.escape(" ".join(meta["serve"])),
        meta["scrape_interval"], html.escape(meta["prometheus_version"]), meta["window"], phases,
-       "\n".join(rows), HISTOGRAM, html.escape(quantile_expr(0.5, meta["workload"], meta["window"])),
+       head, "\n".join(rows), HISTOGRAM, html.escape(quantile_expr(0.5, meta["workload"], meta["window"])),
        html.escape(quantile_expr(0.99, meta["workload"], meta["window"])))
     with open(os.path.join(out, "index.html"), "w") as f:
         f.write(page)
