@@ -9,10 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bench=$(scripts/build-memkit-bench.sh)
 
-# observe.py stops the server, Prometheus and the load client it started when it ends, on an
-# error or a signal too; the trap passes a signal to it and waits for that.
-/usr/bin/python3 apps/memkit-bench/observe.py "$bench" "$@" &
-observer=$!
-trap 'kill -TERM "$observer" 2>/dev/null; wait "$observer"' INT TERM HUP
-trap 'kill -TERM "$observer" 2>/dev/null || true' EXIT
-wait "$observer"
+# exec: observe.py itself takes SIGINT, SIGTERM and SIGHUP and, on them as on an error or the
+# end, stops the server, Prometheus and the load client it started and removes its temporary
+# directory.
+exec /usr/bin/python3 apps/memkit-bench/observe.py "$bench" "$@"
