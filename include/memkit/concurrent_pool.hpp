@@ -87,8 +87,8 @@ public:
                         std::move(upstream)) {}
 
   /// \effects a pool configured by `options`; obtains nothing.
-  /// \throws bad_alignment if `options.block_alignment` or a non-zero `options.chunk_size` is not
-  /// a power of two; bad_size as above.
+  /// \throws bad_alignment as above; bad_size as above, or if a non-zero `options.chunk_size` is
+  /// not a power of two or cannot hold one block and its link.
   explicit concurrent_pool(const concurrent_pool_options& options, Upstream upstream = {})
       : geometry_(checked_geometry(options)), fits_(geometry_.block_size, geometry_.alignment),
         slot_of_(geometry_.block_size), upstream_(std::move(upstream)) {}
@@ -184,7 +184,8 @@ public:
       upstream_.deallocate(start, bytes, bytes);
       this->on_upstream_deallocate(bytes);
     });
-    chunks_.clear(upstream_);
+    auto tables_upstream = recorded();
+    chunks_.clear(tables_upstream);
     stack_.clear();
     this->on_reset();
   }
@@ -308,6 +309,12 @@ private:
             links_of(start) + slot};
   }
 
+  // The upstream as the chunk tables see it: their memory is counted with the chunks'.
+  auto recorded() noexcept {
+    using recorder = detail::atomic_stats_recorder<concurrent_pool>;
+    return detail::recorded_upstream<Upstream, recorder>(upstream_, *this);
+  }
+
   // Claims a handed-out block for its free: only one of two racing frees can.
   static bool claim(link& l) noexcept {
     handle expected = detail::handed_out;
@@ -332,7 +339,7 @@ private:
     if (start == nullptr) {
       return detail::no_block;
     }
-    if (!chunks_.add(upstream_, start)) {
+    if (auto tables_upstream = recorded(); !chunks_.add(tables_upstream, start)) {
       upstream_.deallocate(start, bytes, bytes);
       return detail::no_block;
     }

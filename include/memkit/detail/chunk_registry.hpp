@@ -58,11 +58,11 @@ public:
 
   /// \returns the number of the chunk that starts at `start`, or `npos`.
   std::uint32_t find(const void* start) const noexcept {
+    const std::uintptr_t key = address(start);
     const table* t = table_.load(std::memory_order_acquire);
-    if (t == nullptr) {
+    if (t == nullptr || key == 0) { // 0 marks an empty slot
       return npos;
     }
-    const std::uintptr_t key = address(start);
     for (std::size_t i = t->home(key);; i = (i + 1) & t->mask) {
       const std::uintptr_t k = t->slots()[i].key.load(std::memory_order_acquire);
       if (k == key) {
