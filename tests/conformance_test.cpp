@@ -51,6 +51,11 @@ struct pool_case : case_traits<memkit::pool<spy_ref>, 64> {
   static auto make(spy_resource& spy) { return std::make_unique<holder>(64, 4096, spy_ref(spy)); }
 };
 
+struct concurrent_pool_case : case_traits<memkit::concurrent_pool<spy_ref>, 64> {
+  static constexpr const char* label = "ConcurrentPool";
+  static auto make(spy_resource& spy) { return std::make_unique<holder>(64, 4096, spy_ref(spy)); }
+};
+
 struct array_pool_case : case_traits<memkit::array_pool<spy_ref>, 64> {
   static constexpr const char* label = "ArrayPool";
   static auto make(spy_resource& spy) {
@@ -152,9 +157,9 @@ protected:
   unsigned seed_ = 20261121;
 };
 
-using cases = ::testing::Types<fixed_pool_case, pool_case, array_pool_case, arena_case, stack_case,
-                               multipool_case, static_multipool_case, fallback_case, aligned_case,
-                               huge_page_case>;
+using cases = ::testing::Types<fixed_pool_case, pool_case, concurrent_pool_case, array_pool_case,
+                               arena_case, stack_case, multipool_case, static_multipool_case,
+                               fallback_case, aligned_case, huge_page_case>;
 struct case_names {
   template <class Case>
   static std::string GetName(int) {

@@ -6,6 +6,7 @@
 #include "arena.hpp"
 #include "array_pool.hpp"
 #include "audit.hpp"
+#include "concurrent_pool.hpp"
 #include "config.hpp"
 #include "debug_resource.hpp"
 #include "error.hpp"
