@@ -109,9 +109,9 @@ TEST(ConcurrentPool, RoundsBlocksToTheirAlignmentAndSizesChunksToHoldThem) {
   EXPECT_EQ(odd.block_size(), 32u);
   EXPECT_EQ(odd.max_size(), 32u);
   EXPECT_EQ(odd.max_alignment(), 16u);
-  EXPECT_EQ(odd.chunk_size(), std::size_t{64} << 10);
+  EXPECT_EQ(odd.chunk_size(), std::size_t{32} << 10);
   // Each block costs its bytes and a 4-byte link.
-  EXPECT_EQ(odd.blocks_per_chunk(), (std::size_t{64} << 10) / 36);
+  EXPECT_EQ(odd.blocks_per_chunk(), (std::size_t{32} << 10) / 36);
   memkit::concurrent_pool<> page(4096, 4096);
   EXPECT_GE(page.blocks_per_chunk(), 16u);
   EXPECT_EQ(page.chunk_size(), std::size_t{128} << 10);
@@ -194,7 +194,7 @@ TEST(ConcurrentPool, HandsOutDistinctBlocksAndReusesFreedOnes) {
       pool.deallocate(p, 48, 16);
     }
     EXPECT_EQ(pool.in_use(), 0u);
-    EXPECT_EQ(up.spy().allocations(), 3u + 2u) << "three chunks and the two tables";
+    EXPECT_EQ(up.spy().allocations(), 3u + 1u) << "three chunks and the address table";
   }
   expect_everything_back(up);
 }
@@ -219,6 +219,37 @@ TEST(ConcurrentPool, ChunksComeAlignedToTheirSizeAndGoBackExactly) {
   void* again = pool.allocate(200, 8);
   EXPECT_TRUE(pool.owns(again));
   pool.deallocate(again, 200, 8);
+}
+
+// 300 chunks: five buckets of the chunk table, and the address table grown five times while blocks
+// of older chunks are found through it.
+TEST(ConcurrentPool, FindsEveryChunkByNumberAndByAddressAsItGrows) {
+  locked_spy up;
+  {
+    spy_pool pool(memkit::concurrent_pool_options{64, 64, 4096}, spy_ref(up));
+    const std::size_t n = 300 * pool.blocks_per_chunk();
+    std::vector<void*> blocks;
+    for (std::size_t i = 0; i < n; ++i) {
+      blocks.push_back(pool.allocate(64, 64));
+      ASSERT_TRUE(pool.owns(blocks.front()));
+      ASSERT_TRUE(pool.owns(blocks.back()));
+    }
+    EXPECT_EQ(pool.chunk_count(), 300u);
+    EXPECT_EQ(std::set<void*>(blocks.begin(), blocks.end()).size(), n);
+    std::mt19937_64 rng(seed);
+    std::shuffle(blocks.begin(), blocks.end(), rng);
+    for (void* p : blocks) {
+      pool.deallocate(p, 64, 64);
+    }
+    EXPECT_EQ(pool.in_use(), 0u);
+    for (std::size_t i = 0; i < n; ++i) {
+      blocks[i] = pool.allocate(64, 64);
+    }
+    EXPECT_EQ(pool.chunk_count(), 300u) << "seed " << seed;
+    pool.release();
+    expect_everything_back(up);
+  }
+  expect_everything_back(up);
 }
 
 TEST(ConcurrentPool, OwnsEveryBlockAndNothingElse) {
@@ -371,11 +402,11 @@ TEST(ConcurrentPool, StatisticsCountEveryThreadsCalls) {
   EXPECT_GE(s.peak_blocks_in_use, 50u);
   EXPECT_LE(s.peak_blocks_in_use, 100u);
   EXPECT_EQ(s.peak_bytes_in_use, 20 * s.peak_blocks_in_use);
-  EXPECT_EQ(s.upstream_allocations, 1u + 2u) << "one chunk and the two tables";
+  EXPECT_EQ(s.upstream_allocations, 1u + 1u) << "one chunk and the address table";
   EXPECT_EQ(s.upstream_bytes_in_use, up.spy().bytes_in_use());
   pool.release();
   EXPECT_EQ(pool.stats().upstream_bytes_in_use, 0u);
-  EXPECT_EQ(pool.stats().upstream_deallocations, 3u);
+  EXPECT_EQ(pool.stats().upstream_deallocations, 2u);
 }
 
 TEST(ConcurrentPool, FourThreadsWithRemoteFreesKeepEveryStampAndReturnEveryByte) {

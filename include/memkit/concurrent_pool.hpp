@@ -33,7 +33,7 @@ struct concurrent_pool_options {
   /// Alignment of every block; a power of two.
   std::size_t block_alignment = default_alignment;
   /// Bytes of every chunk obtained from the upstream, a power of two, or 0 for the default: the
-  /// smallest power of two of at least 64 KiB that holds 16 blocks. A chunk is requested with its
+  /// smallest power of two of at least 32 KiB that holds 16 blocks. A chunk is requested with its
   /// size as alignment, so the chunk of any block is found from its address with a mask.
   std::size_t chunk_size = 0;
 };
@@ -135,15 +135,22 @@ public:
       this->on_failure();
       return nullptr;
     }
-    handle h = stack_.pop(links());
+    // The start of the chunk whose link the pop read last: the popped block's, if it succeeds, so
+    // the block's address needs no second lookup.
+    char* start = nullptr;
+    handle h = stack_.pop([&](handle top) -> link& {
+      start = chunk_of(top);
+      return links_of(start)[slot_of(top)];
+    });
     if (MEMKIT_UNLIKELY(h == detail::no_block)) {
       h = grow();
       if (h == detail::no_block) {
         this->on_failure();
         return nullptr;
       }
+      start = chunk_of(h);
     }
-    return hand_out(h, bytes);
+    return hand_out(h, start, bytes);
   }
 
   /// Puts the block back on the free stack; `deallocate(nullptr, ...)` does nothing.
@@ -214,11 +221,13 @@ private:
     link* next;
   };
 
-  // 16 blocks a chunk at least keeps growth steps rare for large blocks; 64 KiB is the size below
-  // which the chunk tables' entries, aligned_alloc's padding and the growth lock would weigh on
-  // small blocks (and a multiple of the 4 KiB page).
+  // 16 blocks a chunk at least keeps growth steps (a lock, an upstream call) rare for large
+  // blocks. 32 KiB for small ones: glibc serves aligned_alloc(a, n) by taking n + a from the heap
+  // and giving back what lies outside the aligned block, which stays below its 128 KiB mmap
+  // threshold (M_MMAP_THRESHOLD) up to 32 KiB; a 64 KiB chunk was mapped whole at 132 KiB
+  // (heap_per_block of bench/concurrent_pool_bench.cpp: 135.6 bytes for 32-byte blocks).
   static constexpr std::size_t min_chunk_blocks = 16;
-  static constexpr std::size_t min_chunk_size = std::size_t{64} << 10;
+  static constexpr std::size_t min_chunk_size = std::size_t{32} << 10;
 
   static geometry checked_geometry(const concurrent_pool_options& o) {
     const auto fail = [&]() -> geometry {
@@ -270,22 +279,23 @@ private:
     return std::launder(reinterpret_cast<link*>(start + geometry_.links));
   }
 
-  // The stack's view of the links: handle to its atomic, through the chunk table.
-  auto links() const noexcept {
-    return [this](handle h) -> link& {
-      const std::uint32_t i = h - 1;
-      return links_of(chunks_.base(i >> geometry_.slot_bits))[i & slot_mask()];
-    };
+  // A handle's chunk and slot: (n << slot_bits | slot) + 1.
+  MEMKIT_ALWAYS_INLINE char* chunk_of(handle h) const noexcept {
+    return chunks_.base((h - 1) >> geometry_.slot_bits);
+  }
+  MEMKIT_ALWAYS_INLINE std::size_t slot_of(handle h) const noexcept {
+    return (h - 1) & ((std::uint32_t{1} << geometry_.slot_bits) - 1);
   }
 
-  std::uint32_t slot_mask() const noexcept { return (std::uint32_t{1} << geometry_.slot_bits) - 1; }
+  // The stack's view of the links: handle to its atomic, through the chunk table.
+  auto links() const noexcept {
+    return [this](handle h) -> link& { return links_of(chunk_of(h))[slot_of(h)]; };
+  }
 
-  MEMKIT_ALWAYS_INLINE void* hand_out(handle h, std::size_t bytes) noexcept {
-    const std::uint32_t i = h - 1;
-    const std::uint32_t n = i >> geometry_.slot_bits;
-    const std::size_t slot = i & slot_mask();
-    MEMKIT_ASSERT_INTERNAL(n < chunks_.count() && slot < geometry_.blocks);
-    char* const start = chunks_.base(n);
+  MEMKIT_ALWAYS_INLINE void* hand_out(handle h, char* start, std::size_t bytes) noexcept {
+    const std::size_t slot = slot_of(h);
+    MEMKIT_ASSERT_INTERNAL(((h - 1) >> geometry_.slot_bits) < chunks_.count() &&
+                           slot < geometry_.blocks && start == chunk_of(h));
     if constexpr (deallocate_checks) {
       // Relaxed: only this thread owns the block now; a double free's claim orders nothing.
       links_of(start)[slot].store(detail::handed_out, std::memory_order_relaxed);
