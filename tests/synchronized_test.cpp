@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "memkit/arena.hpp"
+#include "memkit/debug_resource.hpp"
 #include "memkit/multipool.hpp"
 #include "memkit/node_pool.hpp"
 #include "memkit/pool.hpp"
@@ -106,8 +107,18 @@ TEST(Synchronized, LocksEveryCallThatReadsOrChangesStateAndNoOther) {
   (void)r.unlocked().in_use();
   EXPECT_EQ(counting_mutex::locks - before, 7u) << "limits are fixed at construction: no lock";
   EXPECT_THROW((void)r.allocate(64, 8), memkit::bad_size);
-  EXPECT_EQ(counting_mutex::locks - before, 8u)
-      << "one lock for the attempt, none for the diagnosis";
+  EXPECT_EQ(counting_mutex::locks - before, 8u);
+}
+
+TEST(Synchronized, AllocateIsTheResourcesOwnSoADebugResourceStillThrowsItsReport) {
+  memkit::debug_options o;
+  o.reaction = memkit::debug_reaction::deferred_throw;
+  synchronized<memkit::debug_resource<memkit::malloc_resource>> r(o);
+  void* p = r.allocate(16, 8);
+  r.deallocate(p, 16, 8);
+  r.deallocate(p, 16, 8);
+  EXPECT_THROW((void)r.allocate(16, 8), memkit::misuse_error);
+  EXPECT_EQ(r.unlocked().misuses(), 1u);
 }
 
 TEST(Synchronized, TakesNoLockOverAThreadSafeResource) {

@@ -27,10 +27,10 @@ namespace pmr {
 /// `final`, so a caller holding the adapter's own type gets its virtual calls devirtualized; the
 /// virtual dispatch of `std::pmr::polymorphic_allocator` is the only one in memkit.
 ///
-/// Failures are the resource's exceptions: `memkit::out_of_memory` and `memkit::bad_size` derive
-/// from `std::bad_alloc` as std::pmr expects; `memkit::bad_alignment` (an invalid alignment, or one
-/// above `max_alignment()`) derives from `std::invalid_argument`. Deallocation misuse is reported
-/// as the resource reports it (docs/concepts.md, "Errors").
+/// Failures are the resource's exceptions, `memkit::out_of_memory`, `memkit::bad_size` and
+/// `memkit::bad_alignment` (an invalid alignment, or one above `max_alignment()`), each a
+/// `std::bad_alloc` as std::pmr expects. Deallocation misuse is reported as the resource reports it
+/// (docs/concepts.md, "Errors").
 template <class Resource>
 class resource_adapter final : public std::pmr::memory_resource {
   MEMKIT_STATIC_ASSERT_RESOURCE(

@@ -76,11 +76,12 @@ public:
   std::size_t max_size() const noexcept { return r_.max_size(); }
   std::size_t max_alignment() const noexcept { return r_.max_alignment(); }
 
-  /// \returns a block from the resource, under the lock.
-  /// \throws bad_alignment, bad_size or out_of_memory, naming the wrapped resource; the lock is not
-  /// held while the exception is built.
+  /// \returns the resource's `allocate(bytes, alignment)`, called under the lock.
+  /// \throws what the resource throws (bad_alignment, bad_size, out_of_memory naming it; a
+  /// debug_resource's pending misuse_error); the lock is released as the exception leaves.
   void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
-    return detail::allocate_or_throw(*this, bytes, alignment);
+    const guard lock(m_);
+    return r_.allocate(bytes, alignment);
   }
 
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
