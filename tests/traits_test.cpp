@@ -49,8 +49,8 @@ struct everything : minimal {
   memkit::statistics stats() const noexcept { return {}; }
   std::size_t in_use() const noexcept { return 0; }
   std::size_t live_blocks() const noexcept { return 0; }
-  friend bool operator==(const everything&, const everything&) noexcept { return true; }
-  friend bool operator!=(const everything&, const everything&) noexcept { return false; }
+  bool operator==(const everything&) const noexcept { return true; }
+  bool operator!=(const everything&) const noexcept { return false; }
 };
 
 // Markers without `used()` cannot be ordered, so they do not count.
