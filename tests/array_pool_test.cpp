@@ -166,7 +166,7 @@ TEST(ArrayPool, ConstructorRejectsImpossibleGeometry) {
   EXPECT_THROW(memkit::array_pool<>(SIZE_MAX / 2, 3), std::length_error);
   EXPECT_THROW(memkit::array_pool<>(SIZE_MAX, 1, 16), std::length_error);
   EXPECT_THROW(memkit::array_pool<>(8, 10, 3), memkit::bad_alignment);
-  EXPECT_THROW(memkit::array_pool<>(8, 10, 0), std::invalid_argument);
+  EXPECT_THROW(memkit::array_pool<>(8, 10, 0), memkit::bad_alignment);
   memkit::array_pool<memkit::null_resource> largest(1, std::numeric_limits<std::uint32_t>::max());
   EXPECT_EQ(largest.capacity(), std::numeric_limits<std::uint32_t>::max());
 }

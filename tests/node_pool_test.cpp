@@ -23,7 +23,7 @@ using spy_ref = memkit::resource_ref<spy_resource>;
 using node_pool = memkit::node_pool<spy_ref>;
 
 static_assert(memkit::is_resource_v<node_pool>);
-static_assert(memkit::detail::has_array_path<node_pool>::value);
+static_assert(memkit::has_array_path_v<node_pool>);
 static_assert(!std::is_copy_constructible_v<node_pool> && !std::is_move_constructible_v<node_pool>);
 
 template <class T>

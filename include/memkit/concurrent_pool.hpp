@@ -21,6 +21,7 @@
 #include "error.hpp"
 #include "resource.hpp"
 #include "stats.hpp"
+#include "traits.hpp"
 #include "upstream.hpp"
 
 namespace memkit {
@@ -69,8 +70,8 @@ struct concurrent_pool_options {
 /// and only one can succeed.
 template <class Upstream = malloc_resource>
 class concurrent_pool : private detail::atomic_stats_recorder<concurrent_pool<Upstream>> {
-  static_assert(is_resource_v<Upstream>,
-                "memkit::concurrent_pool<Upstream>: Upstream must be a resource");
+  MEMKIT_STATIC_ASSERT_RESOURCE(Upstream,
+                                "memkit::concurrent_pool<Upstream>: Upstream must be a resource");
   using handle = detail::block_handle;
   using link = std::atomic<handle>;
 
