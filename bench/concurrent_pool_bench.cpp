@@ -1,5 +1,5 @@
 // bench/concurrent_pool_bench.cpp: memkit::concurrent_pool shared by 1 and 2 threads, against the
-// thread-safe fixed-size alternatives: a mutex around memkit::pool (what synchronized<pool> does),
+// thread-safe fixed-size alternatives: memkit::synchronized<pool> (a std::mutex around each call),
 // std::pmr::synchronized_pool_resource, boost::singleton_pool and malloc.
 //
 // `BM_<variant>_AllocFree/threads:N`: the AllocFree pattern of patterns.hpp (allocate live_blocks
@@ -13,10 +13,10 @@
 
 #include <cstdlib>
 #include <memory_resource>
-#include <mutex>
 
 #include <memkit/concurrent_pool.hpp>
 #include <memkit/pool.hpp>
+#include <memkit/synchronized.hpp>
 
 #include "patterns.hpp"
 
@@ -28,20 +28,8 @@ struct concurrent_pool_variant : resource_variant<concurrent_pool<>> {
 };
 
 /// Every call to a memkit::pool under one std::mutex: the baseline a lock-free pool must beat.
-class mutex_pool_variant {
-public:
-  void* allocate() {
-    const std::lock_guard<std::mutex> lock(m_);
-    return pool_.allocate(block_size, block_alignment);
-  }
-  void deallocate(void* p) noexcept {
-    const std::lock_guard<std::mutex> lock(m_);
-    pool_.deallocate(p, block_size, block_alignment);
-  }
-
-private:
-  std::mutex m_;
-  pool<> pool_{block_size, block_alignment};
+struct synchronized_pool_variant : resource_variant<synchronized<pool<>>> {
+  synchronized_pool_variant() : resource_variant(block_size, block_alignment) {}
 };
 
 class pmr_sync_pool_variant {
@@ -110,7 +98,7 @@ void register_shared(const char* variant) {
 
 const bool registered = [] {
   register_shared<concurrent_pool_variant>("ConcurrentPool");
-  register_shared<mutex_pool_variant>("MutexPool");
+  register_shared<synchronized_pool_variant>("SynchronizedPool");
   register_shared<pmr_sync_pool_variant>("PmrSyncPool");
   register_shared<boost_singleton_pool_variant>("BoostSingletonPool");
   register_shared<malloc_variant>("Malloc");
