@@ -169,7 +169,7 @@ public:
     }
     this->on_deallocate(bytes);
     detail::poison(p, geometry_.block_size);
-    stack_.push(b.block, b.block, links());
+    stack_.push(b.block, b.block, [&b](handle) -> link& { return *b.next; });
   }
 
   /// \returns whether `p` points into one of the blocks of a chunk (handed out or free). O(1).
