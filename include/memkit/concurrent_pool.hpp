@@ -59,8 +59,12 @@ struct concurrent_pool_options {
 /// run on any threads at once. A block freed on one thread and handed out on another: the free
 /// happens-before the allocation that returns it (release push, acquire pop), so the new owner
 /// never sees the old owner's writes race with its own. Handing a live block to another thread is
-/// the caller's synchronization, as with `malloc`. `release()`, `in_use()` and destruction
-/// require quiescence: no other call running, none starting.
+/// the caller's synchronization, as with `malloc`. `owns(p)` is exact for every `p` the calling
+/// thread came by through synchronization (its own blocks, blocks handed to it); a chunk another
+/// thread is adding at that moment may not be seen yet. `release()`, `in_use()` and destruction
+/// require quiescence: no other call running, none starting. The pool declares itself
+/// `thread_safe`, so `synchronized<concurrent_pool<>>` takes no lock, and releasing it is then
+/// also the caller's to serialize.
 ///
 /// Misuse detected in deallocate at MEMKIT_DEBUG >= 1, in O(1), reported (docs/bad-input.md) and
 /// then ignored: a pointer that does not start one of its blocks (foreign pointer), a size above
