@@ -301,10 +301,11 @@ private:
     const std::size_t slot = slot_of(h);
     MEMKIT_ASSERT_INTERNAL(((h - 1) >> geometry_.slot_bits) < chunks_.count() &&
                            slot < geometry_.blocks && start == chunk_of(h));
-    if constexpr (deallocate_checks) {
-      // Relaxed: only this thread owns the block now; a double free's claim orders nothing.
-      links_of(start)[slot].store(detail::handed_out, std::memory_order_relaxed);
-    }
+    // In every build, though only the checks read it: MEMKIT_DEBUG 0 and 1 share one ABI
+    // namespace, so a block allocated by code built without the checks may be freed by code built
+    // with them, whose claim must find this mark. Relaxed: only this thread owns the block now,
+    // and a racing double free's claim orders nothing.
+    links_of(start)[slot].store(detail::handed_out, std::memory_order_relaxed);
     char* const p = start + slot * geometry_.block_size;
     detail::hand_out(p, bytes);
     this->on_allocate(bytes);

@@ -19,9 +19,9 @@ using block_handle = std::uint32_t;
 /// "No block": the end of the stack, or an empty one.
 inline constexpr block_handle no_block = 0;
 
-/// The link of a block that is handed out, in builds that check deallocate (MEMKIT_DEBUG >= 1): a
-/// free block's link is a handle or `no_block`, never this, so one compare-and-swap from it both
-/// detects a double free and claims the block, even when two frees race.
+/// The link of a block that is handed out: a free block's link is a handle or `no_block`, never
+/// this, so one compare-and-swap from it both detects a double free and claims the block, even
+/// when two frees race.
 inline constexpr block_handle handed_out = 0xFFFFFFFFu;
 
 /// The largest handle: every value but `handed_out`.
