@@ -432,20 +432,28 @@ TEST(Multipool, ThrowsOutOfMemoryNamingItselfWhenTheUpstreamIsExhausted) {
   expect_clean(spy);
 }
 
-TEST(Multipool, ClampsItsOptionsAndSizesItsClassesFromThem) {
+TEST(Multipool, RoundsItsOptionsAndSizesItsClassesFromThem) {
   spy_resource spy;
-  heap_multipool small{spy_ref(spy), {1000, 0}};
+  heap_multipool small{spy_ref(spy), {1000, 8}};
   EXPECT_EQ(small.max_class_size(), 1024u);
   EXPECT_EQ(small.class_count(), class_index(1024) + 1);
   void* p = small.allocate(1024); // a chunk holds at least one block, whatever chunk_size says
-  EXPECT_EQ(spy.bytes_in_use(), 1024u + 32u);
+  EXPECT_EQ(spy.bytes_in_use(), 1024u + sizeof(memkit::detail::chunk));
   small.deallocate(p, 1024);
   heap_multipool huge{spy_ref(spy), {SIZE_MAX, 1 << 20}};
   EXPECT_EQ(huge.max_class_size(), class_size_limit);
   EXPECT_EQ(huge.class_count(), class_count_limit);
-  heap_multipool tiny{spy_ref(spy), {0, 64}};
+  heap_multipool tiny{spy_ref(spy), {1, 64}};
   EXPECT_EQ(tiny.max_class_size(), 16u);
   EXPECT_EQ(tiny.class_count(), 1u);
+}
+
+TEST(Multipool, ConstructorRejectsZeroOptions) {
+  alignas(16) static unsigned char buffer[1024];
+  EXPECT_THROW(memkit::multipool<>(memkit::malloc_resource{}, {0, 4096}), memkit::bad_size);
+  EXPECT_THROW(memkit::multipool<>(memkit::malloc_resource{}, {4096, 0}), memkit::bad_size);
+  EXPECT_THROW(memkit::multipool<>(buffer, sizeof buffer, {0, 4096}), memkit::bad_size);
+  EXPECT_THROW(memkit::multipool<>(buffer, sizeof buffer, {4096, 0}), memkit::bad_size);
 }
 
 TEST(Multipool, StaticModeNeverTouchesAnUpstreamAndExhaustsCleanly) {
