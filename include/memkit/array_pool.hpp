@@ -61,24 +61,24 @@ public:
     index_ = detail::block_index(block_size_);
   }
 
+  /// \effects release(). Not copyable: blocks point into it.
+  ~array_pool() { release(); }
   array_pool(const array_pool&) = delete;
   array_pool& operator=(const array_pool&) = delete;
 
-  /// \effects release().
-  ~array_pool() { release(); }
-
   const char* name() const noexcept { return "memkit::array_pool"; }
-  /// \returns `block_size()`: every request up to it is served from one block.
-  std::size_t max_size() const noexcept { return block_size_; }
-  /// \returns `block_alignment()`.
-  std::size_t max_alignment() const noexcept { return block_alignment_; }
+  /// \returns how many blocks the pool holds, and how many of them are allocated and not yet
+  /// returned.
+  std::size_t capacity() const noexcept { return capacity_; }
+  std::size_t in_use() const noexcept { return carved_ - top_; }
 
-  /// \returns the block size rounded up to a multiple of the block alignment.
+  /// \returns the block size rounded up to a multiple of the block alignment, and that alignment;
+  /// every request within both is served from one block, so they are max_size() and
+  /// max_alignment() too.
   std::size_t block_size() const noexcept { return block_size_; }
   std::size_t block_alignment() const noexcept { return block_alignment_; }
-  std::size_t capacity() const noexcept { return capacity_; }
-  /// \returns how many blocks are allocated and not yet returned.
-  std::size_t in_use() const noexcept { return carved_ - top_; }
+  std::size_t max_size() const noexcept { return block_size_; }
+  std::size_t max_alignment() const noexcept { return block_alignment_; }
 
   /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1).
   using detail::stats_recorder<array_pool<Upstream>>::stats;

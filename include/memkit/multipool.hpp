@@ -109,6 +109,12 @@ public:
   /// \returns the largest request served from a size class: a class size.
   std::size_t max_class_size() const noexcept { return std::size_t{last_class_byte_} + 1; }
 
+  /// \returns static mode: the bytes of the buffer no class has taken a chunk from yet; heap mode:
+  /// 0 (classes take their chunks from the upstream).
+  std::size_t remaining() const noexcept {
+    return heap_ ? 0 : static_cast<std::size_t>(storage_ + span_ - cursor_);
+  }
+
   /// \returns the number of size classes in use.
   std::size_t class_count() const noexcept { return class_count_; }
 
