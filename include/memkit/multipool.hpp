@@ -191,8 +191,14 @@ public:
   std::size_t in_use() const noexcept {
     std::size_t n = large_.count();
     for (std::size_t i = 0; i < class_count_; ++i) {
+#if MEMKIT_DEBUG >= 2
+      // Every block a class carved is either live or on its free list.
+      MEMKIT_ASSERT_EXPENSIVE(bins_[i].free.count(classes_[i].carved + 1) + bins_[i].in_use ==
+                              classes_[i].carved);
+#endif
       n += bins_[i].in_use;
     }
+    MEMKIT_ASSERT_EXPENSIVE(large_.well_formed());
     return n;
   }
 
