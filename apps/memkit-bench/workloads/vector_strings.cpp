@@ -1,5 +1,6 @@
-// apps/memkit-bench/vector_strings.cpp: seed 000's benchmark, a vector of 32 strings longer than
-// the SSO limit built per iteration, as the seed wrote it and as an arena user would write it.
+// apps/memkit-bench/workloads/vector_strings.cpp: the vector-of-strings arena benchmark
+// (docs/background.md): a vector of 32 strings longer than the SSO limit built per iteration, as
+// its source wrote it and as an arena user would write it.
 
 #include <charconv>
 #include <memory_resource>
@@ -8,12 +9,14 @@
 #include <type_traits>
 #include <vector>
 
-#include "harness.hpp"
+#include "core/hash.hpp"
+#include "policies/lists.hpp"
+#include "workloads/workloads.hpp"
 
 namespace memkit::bench {
 namespace {
 
-/// Seed 000: 32 strings per iteration, 100,000 iterations.
+/// As the vector-of-strings benchmark: 32 strings per iteration, 100,000 iterations.
 constexpr int strings_per_iteration = 32;
 constexpr std::string_view prefix = "event_log_entry_number_"; // 23 chars: beyond libstdc++'s SSO
 
@@ -31,7 +34,8 @@ struct is_polymorphic_allocator<std::pmr::polymorphic_allocator<T>> : std::true_
 
 /// Appends a string built from `text` to `v` in `v`'s memory. std::pmr containers pass their
 /// allocator to the element themselves (uses-allocator construction); passing it as well would
-/// not compile (seed 003's first PMR mistake). Every other allocator is passed explicitly.
+/// not compile (the first uses-allocator pitfall of docs/background.md). Every other allocator is
+/// passed explicitly.
 template <class Vector>
 void emplace_string(Vector& v, std::string_view text) {
   if constexpr (is_polymorphic_allocator<typename Vector::allocator_type>::value) {
@@ -53,13 +57,14 @@ std::uint64_t hash_strings(const auto& v) {
 
 void add_vector_strings(registry& r, const params& p) {
   const std::size_t iterations = p.scaled(100'000);
-  const workload& seed = r.add_workload(
+  const workload& written = r.add_workload(
       {"vector-strings-seed", "strings", strings_per_iteration, iterations,
-       "seed 000 as written: 32 strings '" + std::string(prefix) +
+       "the vector-of-strings benchmark as written: 32 strings '" + std::string(prefix) +
            "' + std::to_string(i) built as std::string temporaries on the heap, then stored"});
-  const workload& native = r.add_workload(
-      {"vector-strings-native", "strings", strings_per_iteration, iterations,
-       "seed 000's strings built directly in the container's memory, no heap temporaries"});
+  const workload& native =
+      r.add_workload({"vector-strings-native", "strings", strings_per_iteration, iterations,
+                      "the vector-of-strings benchmark's strings built directly in the container's "
+                      "memory, no heap temporaries"});
 
   auto as_written = [](auto& policy, std::string&) {
     using P = std::remove_reference_t<decltype(policy)>;
@@ -68,7 +73,7 @@ void add_vector_strings(registry& r, const params& p) {
     for (int i = 0; i < strings_per_iteration; ++i) {
       std::string temporary = std::string(prefix) + std::to_string(i);
       if constexpr (std::is_same_v<string_of<P>, std::string>) {
-        v.push_back(std::move(temporary)); // the seed's heap version moves the temporary in
+        v.push_back(std::move(temporary)); // its heap version moves the temporary in
       } else {
         emplace_string(v, temporary); // its arena version copies it into the arena
       }
@@ -87,7 +92,7 @@ void add_vector_strings(registry& r, const params& p) {
     }
     return hash_strings(v);
   };
-  r.add(general_policies{}, seed, {}, as_written);
+  r.add(general_policies{}, written, {}, as_written);
   r.add(general_policies{}, native, {}, arena_native);
 }
 

@@ -1,16 +1,26 @@
-// apps/memkit-bench/serve.hpp: serve mode (the workloads over HTTP, with Prometheus metrics) and
-// the load client that drives it.
+// apps/memkit-bench/serve/serve.hpp: serve mode (the workloads over HTTP, with Prometheus metrics)
+// and the load client that drives it.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "harness.hpp"
+#include "core/params.hpp"
 
 namespace memkit::bench {
 
-/// The range of /run's `iters` (issue 6) and its value when the request gives none.
+/// Every path serve mode answers (GET only), in the order /info lists them.
+inline constexpr std::array<std::string_view, 4> served_paths{"/healthz", "/info", "/run",
+                                                              "/metrics"};
+
+/// \returns `path` if it is served, else "other": the bounded set of values of /metrics' `path`
+/// label, under which the load client counts its requests too.
+std::string path_label(std::string_view path);
+
+/// The range of /run's `iters` and its value when the request gives none.
 inline constexpr std::size_t min_serve_iters = 1;
 inline constexpr std::size_t max_serve_iters = 10'000;
 inline constexpr std::size_t default_serve_iters = 1;
@@ -18,7 +28,7 @@ inline constexpr std::size_t default_serve_iters = 1;
 struct serve_options {
   std::string host = "127.0.0.1";
   int port = 8080;        ///< 0: any free port (the bound port is printed on stdout)
-  unsigned threads = 4;   ///< the fixed worker pool; one keep-alive connection holds one worker
+  unsigned workers = 4;   ///< the fixed worker pool; one keep-alive connection holds one worker
   std::size_t warmup = 2; ///< timed warm-up iterations of every served case before listening
 };
 

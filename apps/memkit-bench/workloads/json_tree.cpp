@@ -1,19 +1,24 @@
-// apps/memkit-bench/json_tree.cpp: seed 003's synthetic JSON-shaped request: a tree of labelled
-// nodes with int arrays, built, hashed and dropped per request.
+// apps/memkit-bench/workloads/json_tree.cpp: the json-tree request of the service workload
+// (docs/background.md): a synthetic JSON-shaped tree of labelled nodes with int arrays, built,
+// hashed and dropped per request.
 
 #include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
 
-#include "harness.hpp"
+#include "core/hash.hpp"
+#include "core/random.hpp"
+#include "policies/lists.hpp"
+#include "workloads/workloads.hpp"
 
 namespace memkit::bench {
 namespace {
 
 /// One JSON-like object: a label (12-28 chars, mostly beyond the SSO limit), an array of ints and
 /// an array of child objects, all from the policy's allocator. It has no `allocator_type`, so
-/// std::pmr's uses-allocator construction passes nothing extra (seed 003's first PMR mistake).
+/// std::pmr's uses-allocator construction passes nothing extra (the first uses-allocator pitfall
+/// of docs/background.md).
 template <class Policy>
 struct json_node {
   using string_type = std::basic_string<char, std::char_traits<char>,
@@ -30,10 +35,12 @@ struct json_node {
   children_type children;
 };
 
-/// Every request seeds its generator alike, so every request builds the same tree (seed 003).
+/// Every request seeds its generator alike, so every request builds the same tree, as the
+/// service workload specifies.
 constexpr std::uint64_t tree_seed = 0x5eed;
 
-/// Seed 003: labels of 12 to 28 characters, so most are beyond libstdc++'s 15-character SSO.
+/// Labels of 12 to 28 characters, as the service workload specifies: most are beyond libstdc++'s
+/// 15-character SSO.
 constexpr int min_label = 12;
 constexpr int max_label = 28;
 
@@ -54,7 +61,7 @@ struct tree_shape {
 };
 
 /// Children at `depth` are 0 .. cap, the cap falling linearly from `branching` at the root to 1
-/// just above the leaves: the seed's "0-4 children tapering with depth".
+/// just above the leaves: the service workload's "0-4 children tapering with depth".
 int child_cap(const tree_shape& s, int depth) {
   return (s.branching * (s.depth - depth) + s.depth - 1) / s.depth;
 }
@@ -121,13 +128,13 @@ void add_json_tree(registry& r, const params& p) {
   const tree_shape shape{p.tree_depth < 1 ? 1 : p.tree_depth, p.tree_branching, p.tree_values};
   const workload& w = r.add_workload(
       {"json-tree", "requests", 1, 20'000,
-       "seed 003: per request a tree of " + std::to_string(tree_nodes(shape)) + " nodes (depth " +
-           std::to_string(shape.depth) + ", branching " + std::to_string(shape.branching) +
-           ", values " + std::to_string(shape.values) +
+       "a service's request: per request a tree of " + std::to_string(tree_nodes(shape)) +
+           " nodes (depth " + std::to_string(shape.depth) + ", branching " +
+           std::to_string(shape.branching) + ", values " + std::to_string(shape.values) +
            "), FNV-1a over labels and values, dropped at the end"});
   auto request = [shape](auto& policy, std::string&) {
     using node = json_node<std::remove_reference_t<decltype(policy)>>;
-    rng g(tree_seed); // the same tree every request, as in seed 003
+    rng g(tree_seed); // the same tree every request
     node root(policy);
     build(root, policy, g, shape, 0);
     fnv1a h;

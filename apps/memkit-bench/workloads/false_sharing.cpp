@@ -1,17 +1,19 @@
-// apps/memkit-bench/threads_pages.cpp: seed 001's false-sharing and huge-pages workloads.
+// apps/memkit-bench/workloads/false_sharing.cpp: the false-sharing benchmark (docs/background.md):
+// threads each updating their own counter, the counters allocated one after another.
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
 #include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <memkit/huge_page.hpp>
+#include <memkit/config.hpp>
 
-#include "harness.hpp"
+#include "policies/memkit.hpp"
+#include "policies/policy.hpp"
+#include "workloads/workloads.hpp"
 
 namespace memkit::bench {
 namespace {
@@ -40,15 +42,15 @@ std::string placement(const std::vector<counter*>& counters) {
 
 } // namespace
 
-void add_threads_and_pages(registry& r, const params& p) {
-  // Seed 001: threads each updating their own counter, the counters allocated one after another.
-  // Each counter is its own allocation (the seed put them in one vector, where an aligned
-  // allocator aligns only the first element and cannot separate them).
-  const unsigned threads = p.threads;
+void add_false_sharing(registry& r, const params& p) {
+  // Each counter is its own allocation (the benchmark's source put them in one vector, where an
+  // aligned allocator aligns only the first element and cannot separate them).
+  const unsigned threads = p.sharing_threads;
   const std::size_t increments = p.scaled(2'000'000);
   const workload& sharing = r.add_workload(
       {"false-sharing", "increments", static_cast<double>(threads * increments), 10,
-       "seed 001: " + std::to_string(threads) + " threads, " + std::to_string(increments) +
+       "the false-sharing benchmark: " + std::to_string(threads) + " threads, " +
+           std::to_string(increments) +
            " relaxed atomic increments each on counters allocated one after another"});
   r.add<std_policy, aligned_policy>(
       sharing, {}, [threads, increments](auto& policy, std::string& note) {
@@ -78,31 +80,6 @@ void add_threads_and_pages(registry& r, const params& p) {
         }
         return total;
       });
-
-  // Seed 001: 8 MB of ints pushed into a vector (no reserve: the vector grows by doubling).
-  const std::size_t ints = p.scaled((std::size_t{8} << 20) / sizeof(int));
-  const workload& pages = r.add_workload(
-      {"huge-pages", "ints", static_cast<double>(ints), 20,
-       "seed 001: " + std::to_string(ints * sizeof(int) >> 10) +
-           " KiB of ints pushed into a std::vector; the note says how much of the final buffer "
-           "huge pages back"});
-  r.add<std_policy, huge_page_policy>(pages, {}, [ints](auto& policy, std::string& note) {
-    using P = std::remove_reference_t<decltype(policy)>;
-    std::vector<int, typename P::template allocator_type<int>> v(policy.template allocator<int>());
-    for (std::size_t i = 0; i < ints; ++i) {
-      v.push_back(static_cast<int>(i));
-    }
-    const std::size_t bytes = v.capacity() * sizeof(int);
-    char text[96];
-    std::snprintf(text, sizeof text, "huge pages back %.1f of %.1f MiB",
-                  static_cast<double>(huge_page_resource::huge_page_bytes(v.data(), bytes)) /
-                      (1 << 20),
-                  static_cast<double>(bytes) / (1 << 20));
-    note = text;
-    word_hash h;
-    h.add(v.data(), v.size() * sizeof(int));
-    return h.value();
-  });
 }
 
 } // namespace memkit::bench

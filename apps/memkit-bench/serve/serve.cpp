@@ -1,7 +1,7 @@
-// apps/memkit-bench/serve.cpp: serve mode: /healthz, /info, /run and /metrics over cpp-httplib,
-// metrics through prometheus-cpp, graceful stop on SIGINT/SIGTERM.
+// apps/memkit-bench/serve/serve.cpp: serve mode: /healthz, /info, /run and /metrics over
+// cpp-httplib, metrics through prometheus-cpp, graceful stop on SIGINT/SIGTERM.
 
-#include "serve.hpp"
+#include "serve/serve.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -28,8 +28,13 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
-#include "replacement.hpp"
-#include "results.hpp"
+#include "core/machine.hpp"
+#include "core/registry.hpp"
+#include "core/rss.hpp"
+#include "core/summary.hpp"
+#include "output/json.hpp"
+#include "replacement/replacement.hpp"
+#include "workloads/workloads.hpp"
 
 #ifndef MEMKIT_BENCH_VERSION
 #define MEMKIT_BENCH_VERSION "unknown"
@@ -66,16 +71,6 @@ std::string variant_not_served(const std::string& name) {
            "shared by every thread and keep their memory after the request";
   }
   return "";
-}
-
-/// The bounded set of `path` label values: every served path, and "other".
-std::string path_label(const std::string& path) {
-  for (const char* known : {"/healthz", "/info", "/run", "/metrics"}) {
-    if (path == known) {
-      return path;
-    }
-  }
-  return "other";
 }
 
 /// Latency buckets in seconds, 10 us to 10 s in 1-2.5-5 steps: a json-tree request with iters=1
@@ -144,7 +139,7 @@ public:
     bool ok = true;
     for (const auto& [workload, variants] : served_) {
       for (const auto& [variant, c] : variants) {
-        const measurement m = c->run(o_.warmup, false);
+        const measurement m = c->measure(o_.warmup, false);
         auto [it, first] = reference_hash_.emplace(workload, m.hash);
         if (variant == "std") {
           it->second = m.hash;
@@ -164,19 +159,24 @@ public:
   }
 
   void install(httplib::Server& svr) {
-    svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("ok\n", "text/plain");
-    });
-    svr.Get("/info", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(info().dump(1), "application/json");
-    });
-    svr.Get("/run", [this](const httplib::Request& req, httplib::Response& res) { run(req, res); });
-    svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      rss_.Set(static_cast<double>(rss_kib()) * 1024);
-      peak_rss_.Set(static_cast<double>(peak_rss_kib()) * 1024);
-      res.set_content(prometheus::TextSerializer().Serialize(metrics_->Collect()),
-                      "text/plain; version=0.0.4");
-    });
+    const std::map<std::string_view, httplib::Server::Handler> handlers{
+        {"/healthz", [](const httplib::Request&,
+                        httplib::Response& res) { res.set_content("ok\n", "text/plain"); }},
+        {"/info",
+         [this](const httplib::Request&, httplib::Response& res) {
+           res.set_content(info().dump(1), "application/json");
+         }},
+        {"/run",
+         [this](const httplib::Request& req, httplib::Response& res) { answer_run(req, res); }},
+        {"/metrics", [this](const httplib::Request&, httplib::Response& res) {
+           rss_.Set(static_cast<double>(rss_kib()) * 1024);
+           peak_rss_.Set(static_cast<double>(peak_rss_kib()) * 1024);
+           res.set_content(prometheus::TextSerializer().Serialize(metrics_->Collect()),
+                           "text/plain; version=0.0.4");
+         }}};
+    for (const std::string_view path : served_paths) {
+      svr.Get(std::string(path), handlers.at(path)); // throws for a served path without handler
+    }
     // Unknown paths, and methods other than GET, reach here with an empty body; a handler's own
     // 400 keeps its body.
     svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
@@ -263,18 +263,12 @@ private:
         {"optimized", machine.optimized},
         {"compiler", machine.compiler},
         {"machine", {{"cpu", machine.cpu}, {"cores", machine.cores}, {"kernel", machine.kernel}}},
-        {"threads", o_.threads},
+        {"workers", o_.workers},
         {"warmup_iterations", o_.warmup},
         {"iters",
          {{"min", min_serve_iters}, {"max", max_serve_iters}, {"default", default_serve_iters}}},
-        {"params",
-         {{"scale", p_.scale},
-          {"tree_depth", p_.tree_depth},
-          {"tree_branching", p_.tree_branching},
-          {"tree_values", p_.tree_values},
-          {"pair_sizes", p_.pair_sizes},
-          {"pair_blocks", p_.pair_blocks},
-          {"list_sizes", p_.list_sizes}}},
+        {"params", p_},
+        {"paths", served_paths},
         {"variants", served_variants},
         {"workloads", workloads},
         {"not_served", not_served},
@@ -325,7 +319,7 @@ private:
 
   /// GET /run: one measurement with a policy built for this request and destroyed before the
   /// answer is written, summarised exactly as a batch row.
-  void run(const httplib::Request& req, httplib::Response& res) {
+  void answer_run(const httplib::Request& req, httplib::Response& res) {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     struct in_flight_guard {
@@ -349,14 +343,14 @@ private:
         return;
       }
     }
-    std::vector<measurement> ms{c->run(iters, false)};
+    std::vector<measurement> ms{c->measure(iters, false)};
     double workload_us = ms.front().cold_us;
     for (const double us : ms.front().samples_us) {
       workload_us += us;
     }
     result r = summarize(*c->w, c->variant, ms);
-    r.hash_ok = r.hash_ok && r.hash == reference_hash_.at(r.workload);
-    res.set_content(record_json(r).dump(), "application/json");
+    r.hash_ok = r.hash_ok && r.hash.value == reference_hash_.at(r.workload);
+    res.set_content(json(r).dump(), "application/json");
     // A pair's histograms appear with its first request: all ~150 pairs' empty buckets would make
     // every scrape over a megabyte.
     const prometheus::Labels labels{{"workload", c->w->name}, {"variant", c->variant}};
@@ -384,6 +378,15 @@ private:
 
 } // namespace
 
+std::string path_label(std::string_view path) {
+  for (const std::string_view served : served_paths) {
+    if (path == served) {
+      return std::string(path);
+    }
+  }
+  return "other";
+}
+
 int serve(const serve_options& o, const params& p) {
   // SIGINT and SIGTERM are blocked in every thread (the worker pool inherits the mask) and taken
   // synchronously by the watcher below: no code runs in signal-handler context.
@@ -399,8 +402,8 @@ int serve(const serve_options& o, const params& p) {
     return 1;
   }
   httplib::Server svr;
-  const unsigned threads = std::max(1u, o.threads);
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const unsigned workers = std::max(1u, o.workers);
+  svr.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   // An idle keep-alive connection holds a worker; a short timeout bounds how long the stop waits.
   svr.set_keep_alive_max_count(1000);
   svr.set_keep_alive_timeout(1);
@@ -414,7 +417,7 @@ int serve(const serve_options& o, const params& p) {
     return 1;
   }
   std::printf("memkit-bench: listening on http://%s:%d (%u workers)\n", o.host.c_str(), port,
-              threads);
+              workers);
   std::fflush(stdout);
 
   std::atomic<bool> done{false};

@@ -1,12 +1,15 @@
-// apps/memkit-bench/pairs.cpp: fixed-size allocate/free pairs: N blocks allocated, then freed in
-// LIFO, FIFO or shuffled order, for each block size.
+// apps/memkit-bench/workloads/pairs.cpp: fixed-size allocate/free pairs: N blocks allocated, then
+// freed in each free order of core/random.hpp (the patterns bench/ times too), for each block size.
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
-#include <numeric>
 #include <string>
 #include <vector>
 
-#include "harness.hpp"
+#include "core/random.hpp"
+#include "policies/lists.hpp"
+#include "workloads/workloads.hpp"
 
 namespace memkit::bench {
 namespace {
@@ -14,25 +17,8 @@ namespace {
 /// Blocks hold a pointer-sized index at least, so every size is served with pointer alignment.
 constexpr std::size_t block_alignment = alignof(std::uint64_t);
 
-enum class order { lifo, fifo, shuffled };
-
-/// \returns the positions in the order blocks are freed (computed before any timing).
-std::vector<std::uint32_t> free_order(order o, std::size_t n) {
-  std::vector<std::uint32_t> v(n);
-  std::iota(v.begin(), v.end(), 0u);
-  if (o == order::lifo) {
-    std::reverse(v.begin(), v.end());
-  } else if (o == order::shuffled) {
-    rng g(0x9a1e5);
-    for (std::size_t i = n; i > 1; --i) { // Fisher-Yates
-      std::swap(v[i - 1], v[g.next() % i]);
-    }
-  }
-  return v;
-}
-
 /// Allocates `n` blocks of `size` bytes, writes each one's index into it, then frees them in
-/// `order`, reading the index back: the hash proves every block kept its contents.
+/// `order_of`, reading the index back: the hash proves every block kept its contents.
 auto alloc_free(std::size_t size, std::shared_ptr<const std::vector<std::uint32_t>> order_of) {
   auto blocks = std::make_shared<std::vector<void*>>(order_of->size());
   return [size, order_of, blocks](auto& policy, std::string&) {
@@ -54,24 +40,19 @@ auto alloc_free(std::size_t size, std::shared_ptr<const std::vector<std::uint32_
 
 void add_pairs(registry& r, const params& p) {
   const std::size_t n = p.scaled(p.pair_blocks);
-  const std::pair<order, const char*> orders[] = {
-      {order::lifo, "lifo"}, {order::fifo, "fifo"}, {order::shuffled, "shuffled"}};
-  for (const auto& [o, order_name] : orders) {
-    auto order_of = std::make_shared<const std::vector<std::uint32_t>>(free_order(o, n));
+  for (const auto& [o, order_name, order_description] : free_orders) {
+    auto order_of = std::make_shared<const std::vector<std::uint32_t>>(make_free_order(o, n));
     for (const std::size_t size : p.pair_sizes) {
       const workload& w = r.add_workload(
           {"pairs-" + std::string(order_name) + "-" + std::to_string(size), "pairs",
            static_cast<double>(n), std::max<std::size_t>(20, 2'000'000 / n / (size / 8 + 1)),
            std::to_string(n) + " blocks of " + std::to_string(size) +
-               " bytes allocated, then freed " +
-               (o == order::lifo   ? "newest first (LIFO)"
-                : o == order::fifo ? "oldest first (FIFO)"
-                                   : "in a shuffled order")});
+               " bytes allocated, then freed " + std::string(order_description)});
       const hint h{size, n};
       auto iteration = alloc_free(size, order_of);
       r.add<std_policy, pool_policy, array_pool_policy, multipool_policy, arena_policy>(w, h,
                                                                                         iteration);
-      if (o == order::lifo) {
+      if (o == free_order::lifo) {
         r.add<stack_policy>(w, h, iteration); // a stack takes frees in LIFO order only
       }
       r.add<pmr_monotonic_policy, pmr_unsync_pool_policy, pmr_sync_pool_policy, boost_pool_policy,

@@ -1,6 +1,7 @@
-// apps/memkit-bench/harness.cpp: the registry and the peak-RSS probes.
+// apps/memkit-bench/core/isolation.cpp: a measurement in a forked child, its result sent back
+// through a pipe.
 
-#include "harness.hpp"
+#include "core/isolation.hpp"
 
 #include <memkit/config.hpp>
 #if defined(MEMKIT_ASAN)
@@ -13,38 +14,8 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
-#include <fstream>
 
 namespace memkit::bench {
-
-bool reset_peak_rss() noexcept {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-  out.flush();
-  return static_cast<bool>(out);
-}
-
-namespace {
-
-std::size_t status_kib(const char* field) noexcept {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  while (in >> key) {
-    if (key == field) {
-      std::size_t kib = 0;
-      in >> kib;
-      return kib;
-    }
-  }
-  return 0;
-}
-
-} // namespace
-
-std::size_t peak_rss_kib() noexcept { return status_kib("VmHWM:"); }
-
-std::size_t rss_kib() noexcept { return status_kib("VmRSS:"); }
-
 namespace {
 
 // Moves all `n` bytes through `io` (read or write), retrying short transfers and EINTR.
@@ -84,7 +55,7 @@ struct wire_header {
 
 [[noreturn]] void child_main(const bench_case& c, std::size_t iterations, int fd) {
   try {
-    const measurement m = c.run(iterations, true);
+    const measurement m = c.measure(iterations, true);
 #if defined(MEMKIT_ASAN)
     // _exit skips LeakSanitizer's exit-time check, so a leaking variant is caught here.
     if (__lsan_do_recoverable_leak_check() != 0) {
@@ -105,7 +76,7 @@ struct wire_header {
 
 } // namespace
 
-measurement run_isolated(const bench_case& c, std::size_t iterations, std::string& error) {
+measurement measure_in_child(const bench_case& c, std::size_t iterations, std::string& error) {
   measurement m;
   int fds[2];
   if (pipe(fds) != 0) {
@@ -144,11 +115,6 @@ measurement run_isolated(const bench_case& c, std::size_t iterations, std::strin
                                 : "the measuring process failed";
   }
   return m;
-}
-
-const workload& registry::add_workload(workload w) {
-  workloads_.push_back(std::make_unique<workload>(std::move(w)));
-  return *workloads_.back();
 }
 
 } // namespace memkit::bench

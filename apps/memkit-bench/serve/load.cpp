@@ -1,4 +1,4 @@
-// apps/memkit-bench/loadgen.cpp: `memkit-bench load`: a bounded number of keep-alive clients
+// apps/memkit-bench/serve/load.cpp: `memkit-bench load`: a bounded number of keep-alive clients
 // drive a serve-mode server for a bounded time, mixing in bad requests, checking every answer.
 
 #include <algorithm>
@@ -14,8 +14,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "results.hpp"
-#include "serve.hpp"
+#include "core/summary.hpp"
+#include "serve/serve.hpp"
 
 namespace memkit::bench {
 namespace {
@@ -45,11 +45,9 @@ std::vector<planned> bad_requests(const load_options& o) {
           {"/no-such-path", "", 404, "/no-such-path"}};
 }
 
-/// The label the server counts a request under (serve.cpp's path_label).
+/// The label the server counts a request under.
 std::string counted_path(const std::string& target) {
-  const std::string path = target.substr(0, target.find('?'));
-  return path == "/run" || path == "/info" || path == "/healthz" || path == "/metrics" ? path
-                                                                                       : "other";
+  return path_label(std::string_view(target).substr(0, target.find('?')));
 }
 
 /// \returns "" if `res` is the answer `p` must get, else what is wrong.

@@ -184,7 +184,8 @@ def main(argv):
         "Build with CMAKE_BUILD_TYPE=Release.</p>")
     targets = "".join(
         f"<li>{'met' if t['met'] else '<b>MISSED</b>'}: {html.escape(t['target'])}: "
-        f"{html.escape(t['measured'])}</li>" for t in doc.get("targets", []))
+        f"{html.escape(t['measured'])}<br><small>{html.escape(t.get('source', ''))}</small></li>"
+        for t in doc.get("targets", []))
     contents = " · ".join(f"<a href='#{safe(w)}'>{html.escape(w)}</a>" for w in workloads)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>memkit-bench report</title>
@@ -206,7 +207,7 @@ timed iterations; "cold" is the first iteration with a freshly built allocator, 
 others. Speed-up is std's p50 over the variant's p50. "+peak RSS" is the peak resident memory of the
 measuring process above its resident memory when the measurement began (each measurement runs in
 its own process).</p>
-<h2>Speed targets (issue 5)</h2>
+<h2>Speed targets</h2>
 <ul>{targets}</ul>
 <h2>Speed-up over std</h2>
 <img src="speedup.png" alt="speed-up heat map">
