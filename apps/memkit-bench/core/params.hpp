@@ -54,10 +54,10 @@ struct params {
   bool operator==(const params&) const = default;
 };
 
-/// `p` as a JSON object, a member per field of MEMKIT_BENCH_PARAMS_FIELDS.
-void to_json(nlohmann::json& j, const params& p);
+/// `value` as a JSON object, a member per field of MEMKIT_BENCH_PARAMS_FIELDS.
+void to_json(nlohmann::json& j, const params& value);
 /// \effects reads the members `j` has; the others keep their defaults.
-void from_json(const nlohmann::json& j, params& p);
+void from_json(const nlohmann::json& j, params& value);
 
 /// \effects adds one option per parameter to `app`, writing into `p`.
 void add_options(CLI::App& app, params& p);
