@@ -11,6 +11,7 @@
 #include "resource.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// The system-wide transparent-huge-page policy (always, madvise, never, or unavailable).
 using thp_policy = detail::os::thp_policy;
@@ -113,4 +114,5 @@ public:
   friend bool operator!=(huge_page_resource, huge_page_resource) noexcept { return false; }
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -109,6 +109,8 @@ bool is_replacement(const std::string& name) {
 std::string replacements_unavailable_reason() {
 #if defined(MEMKIT_ASAN)
   return "built with AddressSanitizer, whose runtime replaces malloc itself";
+#elif defined(MEMKIT_TSAN)
+  return "built with ThreadSanitizer, whose runtime replaces malloc itself";
 #else
   return "";
 #endif
