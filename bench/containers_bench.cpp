@@ -1,6 +1,6 @@
 // bench/containers_bench.cpp: standard containers on memkit allocators against the allocators a
-// user would pick instead: List1M (the million-node list benchmark), MapInsertErase (the container
-// benchmark; MapInsertEraseHinted, the same nodes without the tree searches), List/N and
+// user would pick instead: List1M (a million ints in a list), MapInsertErase (the three-run
+// container benchmark; MapInsertEraseHinted, the same nodes without the tree searches), List/N and
 // ForwardList/N (the node-list benchmark); docs/background.md has each source. mimalloc is not
 // linked into this binary, so its figure is not measured here.
 
@@ -29,10 +29,10 @@ namespace {
 
 // ---- the patterns' sizes -------------------------------------------------------------------
 
-/// The million-node list benchmark: one million ints pushed into a std::list.
+/// A million ints in a list: one million ints pushed into a std::list.
 constexpr std::size_t list_1m = 1'000'000;
-/// The container benchmark: 10,000 inserts then 10,000 erases in a std::map, 100 times per
-/// iteration.
+/// The three-run container benchmark: 10,000 inserts then 10,000 erases in a std::map, 100 times
+/// per iteration.
 constexpr std::size_t map_elements = 10'000;
 constexpr int map_rounds = 100;
 
@@ -189,7 +189,7 @@ void report(benchmark::State& state, std::size_t items, std::ptrdiff_t heap_grow
 
 // ---- the patterns --------------------------------------------------------------------------
 
-/// The million-node list benchmark: push 1,000,000 ints into a std::list, sum them, destroy the
+/// A million ints in a list: push 1,000,000 ints into a std::list, sum them, destroy the
 /// list.
 template <class Policy>
 void list_1m_bench(benchmark::State& state) {
@@ -220,13 +220,13 @@ void list_1m_bench(benchmark::State& state) {
   report(state, list_1m, heap_growth, list_1m);
 }
 
-/// The container benchmark: 10,000 inserts then 10,000 erases in one std::map, 100 times, keys in
-/// ascending order as its loops use them. `Hinted` inserts at the end with a hint and erases from
-/// the front, the same nodes in the same order without the tree searches, which its source says it
-/// does not mean to measure ("the insert/remove is where the STL library relies upon dynamic
-/// storage and that's the focus of these tests, not the underlying algorithmic performance"). By
-/// key, the searches dominate: glibc's malloc and free take about a fifth of the Std time under
-/// perf.
+/// The three-run container benchmark: 10,000 inserts then 10,000 erases in one std::map, 100 times,
+/// keys in ascending order as its loops use them. `Hinted` inserts at the end with a hint and
+/// erases from the front, the same nodes in the same order without the tree searches, which its
+/// source says it does not mean to measure ("the insert/remove is where the STL library relies upon
+/// dynamic storage and that's the focus of these tests, not the underlying algorithmic
+/// performance"). By key, the searches dominate: glibc's malloc and free take about a fifth of the
+/// Std time under perf.
 template <class Policy, bool Hinted>
 void map_insert_erase_bench(benchmark::State& state) {
   const std::size_t heap_before = heap_in_use();

@@ -9,7 +9,7 @@
 namespace memkit::bench {
 
 /// FNV-1a, 64-bit: the hash the json-tree request hashes its labels and values with
-/// (docs/background.md).
+/// (docs/background.md#json-tree).
 class fnv1a {
 public:
   void add(const void* data, std::size_t n) noexcept {

@@ -33,7 +33,7 @@ namespace memkit::bench {
 struct params {
   double scale = 1.0;
   std::size_t iterations = 0; ///< timed iterations; 0: each workload's default
-  // json-tree: the request's shape (docs/background.md: depth 6, up to 4 fields, up to 8 ints)
+  // json-tree: the request's shape (docs/background.md#json-tree: depth 6, 4 children, 8 ints)
   int tree_depth = 6;
   int tree_branching = 4;
   int tree_values = 8;

@@ -103,7 +103,7 @@ std::vector<target_check> check_targets(const std::vector<target>& targets,
     out.push_back({describe(t), met,
                    candidate->variant + " " + fixed(ratio, 2) + "x (" + fixed(mine, 2) + " us vs " +
                        baseline->variant + " " + fixed(theirs, 2) + " us)",
-                   t.source});
+                   t.source, t.background});
   }
   return out;
 }

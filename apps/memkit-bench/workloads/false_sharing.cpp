@@ -1,4 +1,5 @@
-// apps/memkit-bench/workloads/false_sharing.cpp: the false-sharing benchmark (docs/background.md):
+// apps/memkit-bench/workloads/false_sharing.cpp: false sharing between neighbouring counters
+// (docs/background.md#false-sharing):
 // threads each updating their own counter, the counters allocated one after another.
 
 #include <algorithm>
@@ -49,7 +50,7 @@ void add_false_sharing(registry& r, const params& p) {
   const std::size_t increments = p.scaled(2'000'000);
   const workload& sharing = r.add_workload(
       {"false-sharing", "increments", static_cast<double>(threads * increments), 10,
-       "the false-sharing benchmark: " + std::to_string(threads) + " threads, " +
+       "false sharing between neighbouring counters: " + std::to_string(threads) + " threads, " +
            std::to_string(increments) +
            " relaxed atomic increments each on counters allocated one after another"});
   r.add<std_policy, aligned_policy>(
