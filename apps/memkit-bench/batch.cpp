@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/isolation.hpp"
 #include "core/machine.hpp"
+#include "core/measure.hpp"
 #include "core/registry.hpp"
 #include "core/summary.hpp"
 #include "output/csv.hpp"
