@@ -338,3 +338,16 @@ TEST(NodePool, ServesTheNodesOfEveryNodeContainerWithoutBeingToldTheirSize) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(NodePool, ConstructorRejectsImpossibleNodes) {
+  EXPECT_THROW(memkit::node_pool<>(24, 3), memkit::bad_alignment);
+  EXPECT_THROW(memkit::node_pool<>(SIZE_MAX, 8), memkit::bad_size);
+  memkit::pool_options growth;
+  growth.max_chunk_blocks = 0;
+  EXPECT_THROW(memkit::node_pool<>(memkit::malloc_resource{}, growth), memkit::bad_size);
+  EXPECT_THROW(memkit::node_pool<>(24, 8, memkit::malloc_resource{}, growth), memkit::bad_size);
+}
+
+} // namespace
