@@ -128,9 +128,19 @@ TEST(ConcurrentPool, ConstructorRejectsImpossibleBlocksAndChunks) {
   EXPECT_THROW(pool(32, 0), memkit::bad_alignment);
   EXPECT_THROW(pool(SIZE_MAX, 8), memkit::bad_size);
   EXPECT_THROW(pool(SIZE_MAX / 2 + 2, 8), memkit::bad_size);
-  EXPECT_THROW(pool(options{32, 8, 3000}), memkit::bad_size);   // not a power of two
-  EXPECT_THROW(pool(options{4096, 8, 4096}), memkit::bad_size); // no room for the link
-  EXPECT_THROW(pool(options{64, 8192, 4096}), memkit::bad_size);
+  EXPECT_THROW(pool(options{32, 8, 0}), memkit::bad_size);
+  EXPECT_THROW(pool(options{32, 3, 4096}), memkit::bad_alignment);
+  EXPECT_THROW(pool(options{32, 8, SIZE_MAX}), memkit::bad_size);
+}
+
+TEST(ConcurrentPool, RoundsChunkSizesUpToAPowerOfTwoHoldingSixteenBlocks) {
+  using pool = memkit::concurrent_pool<>;
+  using options = memkit::concurrent_pool_options;
+  EXPECT_EQ(pool(options{32, 8, 3000}).chunk_size(), 4096u);
+  EXPECT_EQ(pool(options{4096, 8, 4096}).chunk_size(), std::size_t{128} << 10);
+  EXPECT_EQ(pool(options{64, 8192, 4096}).chunk_size(), std::size_t{256} << 10);
+  EXPECT_EQ(pool(options{64, 8192, 4096}).blocks_per_chunk(), 31u);
+  EXPECT_EQ(pool(options{8, 8, 1}).blocks_per_chunk(), 21u); // in 256 bytes
 }
 
 TEST(ConcurrentPool, HonoursEveryAlignmentUpToItsBlockAlignment) {

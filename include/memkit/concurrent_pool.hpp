@@ -14,6 +14,7 @@
 #include "detail/assert.hpp"
 #include "detail/atomic_stats.hpp"
 #include "detail/block_index.hpp"
+#include "detail/carver.hpp"
 #include "detail/chunk_registry.hpp"
 #include "detail/fit_table.hpp"
 #include "detail/poison.hpp"
@@ -33,10 +34,15 @@ struct concurrent_pool_options {
   std::size_t block_size = 0;
   /// Alignment of every block; a power of two.
   std::size_t block_alignment = default_alignment;
-  /// Bytes of every chunk obtained from the upstream, a power of two, or 0 for the default: the
-  /// smallest power of two of at least 32 KiB that holds 16 blocks. A chunk is requested with its
-  /// size as alignment, so the chunk of any block is found from its address with a mask.
-  std::size_t chunk_size = 0;
+  /// Bytes of every chunk obtained from the upstream, rounded up to a power of two that holds at
+  /// least 16 blocks (so that growth, a lock and an upstream call, stays rare). A chunk is
+  /// requested with its size as alignment, so the chunk of any block is found from its address
+  /// with a mask. 32 KiB by default: glibc serves aligned_alloc(a, n) by taking n + a from the
+  /// heap and giving back what lies outside the aligned block, which stays below its 128 KiB mmap
+  /// threshold (M_MMAP_THRESHOLD) up to 32 KiB; a 64 KiB chunk was mapped whole at 132 KiB
+  /// (heap_per_block of bench/concurrent_pool_bench.cpp: 135.6 bytes for 32-byte blocks, against
+  /// 65.9 with 32 KiB chunks).
+  std::size_t chunk_size = std::size_t{32} << 10;
 };
 
 /// A pool of equal blocks (docs/concepts.md) that several threads may allocate from and free to at
@@ -85,15 +91,16 @@ public:
 
   /// \effects a pool of `block_size`-byte blocks aligned to `block_alignment`; obtains nothing.
   /// \throws bad_alignment if `block_alignment` is not a power of two, bad_size if the rounded
-  /// block size overflows or a chunk could not hold a block.
+  /// block size, or 16 of them in a chunk, would overflow (docs/concepts.md, "Constructor
+  /// arguments").
   explicit concurrent_pool(std::size_t block_size, std::size_t block_alignment = default_alignment,
                            Upstream upstream = {})
-      : concurrent_pool(concurrent_pool_options{block_size, block_alignment, 0},
-                        std::move(upstream)) {}
+      : concurrent_pool(concurrent_pool_options{block_size, block_alignment}, std::move(upstream)) {
+  }
 
   /// \effects a pool configured by `options`; obtains nothing.
-  /// \throws bad_alignment as above; bad_size as above, or if a non-zero `options.chunk_size` is
-  /// not a power of two or cannot hold one block and its link.
+  /// \throws bad_alignment as above; bad_size as above, or if `options.chunk_size` is 0 or above
+  /// 2^62 (any other chunk size is rounded up as `concurrent_pool_options` says).
   explicit concurrent_pool(const concurrent_pool_options& options, Upstream upstream = {})
       : geometry_(checked_geometry(options)), fits_(geometry_.block_size, geometry_.alignment),
         slot_of_(geometry_.block_size), upstream_(std::move(upstream)) {}
@@ -167,7 +174,8 @@ public:
     const located b = locate(p);
     if constexpr (deallocate_checks) {
       if (MEMKIT_UNLIKELY(b.next == nullptr || !fits_(bytes, alignment) || !claim(*b.next))) {
-        reject(p, bytes, alignment, b.next != nullptr);
+        detail::reject_block(name(), b.next != nullptr, p, bytes, alignment, geometry_.block_size,
+                             geometry_.alignment);
         return;
       }
     }
@@ -226,44 +234,31 @@ private:
     link* next;
   };
 
-  // 16 blocks a chunk at least keeps growth steps (a lock, an upstream call) rare for large
-  // blocks. 32 KiB for small ones: glibc serves aligned_alloc(a, n) by taking n + a from the heap
-  // and giving back what lies outside the aligned block, which stays below its 128 KiB mmap
-  // threshold (M_MMAP_THRESHOLD) up to 32 KiB; a 64 KiB chunk was mapped whole at 132 KiB
-  // (heap_per_block of bench/concurrent_pool_bench.cpp: 135.6 bytes for 32-byte blocks).
   static constexpr std::size_t min_chunk_blocks = 16;
-  static constexpr std::size_t min_chunk_size = std::size_t{32} << 10;
 
+  // The constructor rule of docs/concepts.md: a bad alignment or a geometry that cannot exist
+  // (a zero chunk size included) throws; anything else is rounded up to what can be served.
   static geometry checked_geometry(const concurrent_pool_options& o) {
-    const auto fail = [&]() -> geometry {
-      if (!detail::is_valid_alignment(o.block_alignment)) {
-        throw bad_alignment("memkit::concurrent_pool", o.block_size, o.block_alignment);
-      }
-      throw bad_size("memkit::concurrent_pool", o.block_size, o.block_alignment);
-    };
-    if (!detail::is_valid_alignment(o.block_alignment) ||
-        (o.chunk_size != 0 && !detail::is_valid_alignment(o.chunk_size))) {
-      return fail();
+    constexpr std::size_t link_bytes = sizeof(link);
+    // The largest chunk: a power of two no object exceeds.
+    constexpr std::size_t max_chunk = (unbounded_size >> 1) + 1;
+    const std::size_t alignment = o.block_alignment < 8 ? 8 : o.block_alignment;
+    const std::size_t size = detail::is_valid_alignment(o.block_alignment)
+                                 ? detail::round_up(o.block_size == 0 ? 1 : o.block_size, alignment)
+                                 : 0;
+    if (size == 0 || size > max_chunk / min_chunk_blocks - link_bytes || o.chunk_size == 0 ||
+        o.chunk_size > max_chunk) {
+      detail::throw_bad_geometry("memkit::concurrent_pool", o.block_size, o.block_alignment);
     }
     geometry g{};
-    g.alignment = o.block_alignment < 8 ? 8 : o.block_alignment;
-    g.block_size = detail::round_up(o.block_size == 0 ? 1 : o.block_size, g.alignment);
-    constexpr std::size_t link_bytes = sizeof(link);
-    if (g.block_size == 0 || g.block_size > (unbounded_size / 2) / min_chunk_blocks - link_bytes) {
-      return fail();
+    g.alignment = alignment;
+    g.block_size = size;
+    // At least `alignment`, since a block is.
+    g.chunk_size = 1;
+    while (g.chunk_size < o.chunk_size || g.chunk_size < min_chunk_blocks * (size + link_bytes)) {
+      g.chunk_size *= 2;
     }
-    g.chunk_size = o.chunk_size;
-    if (g.chunk_size == 0) {
-      g.chunk_size = min_chunk_size;
-      while (g.chunk_size < min_chunk_blocks * (g.block_size + link_bytes) ||
-             g.chunk_size < g.alignment) {
-        g.chunk_size *= 2;
-      }
-    }
-    g.blocks = g.chunk_size / (g.block_size + link_bytes);
-    if (g.blocks == 0 || g.chunk_size < g.alignment || g.chunk_size > unbounded_size) {
-      return fail();
-    }
+    g.blocks = g.chunk_size / (size + link_bytes);
     // Handles are 32 bits, so one chunk can hold at most 2^31 of them.
     if (g.blocks > (std::size_t{1} << 31)) {
       g.blocks = std::size_t{1} << 31;
@@ -383,13 +378,6 @@ private:
       ++k;
     }
     return k;
-  }
-
-  MEMKIT_NOINLINE MEMKIT_COLD void reject(void* p, std::size_t bytes, std::size_t alignment,
-                                          bool owned) const noexcept {
-    report_misuse(detail::classify_block_misuse(owned, bytes, alignment, geometry_.block_size,
-                                                geometry_.alignment),
-                  name(), p, bytes, alignment);
   }
 
   // Read-only after construction: every hot path reads these, no call writes them.
