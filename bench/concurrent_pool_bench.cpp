@@ -4,7 +4,7 @@
 //
 // `BM_<variant>_AllocFree/threads:N`: the AllocFree pattern of patterns.hpp (allocate live_blocks
 // blocks, write a byte into each, free them newest first) run by N threads at once on one shared
-// instance of the variant, so every allocate and free contends with the other thread's. Rates are
+// instance of the policy, so every allocate and free contends with the other thread's. Rates are
 // per thread over wall time (UseRealTime), so the total is N times the rate shown. The heap each
 // block costs is measured once, in the first (single-threaded) round, and reported beside the
 // one-thread rates.
@@ -23,16 +23,16 @@
 namespace memkit::bench {
 namespace {
 
-struct concurrent_pool_variant : resource_variant<concurrent_pool<>> {
-  concurrent_pool_variant() : resource_variant(block_size, block_alignment) {}
+struct concurrent_pool_policy : resource_policy<concurrent_pool<>> {
+  concurrent_pool_policy() : resource_policy(block_size, block_alignment) {}
 };
 
 /// Every call to a memkit::pool under one std::mutex: the baseline a lock-free pool must beat.
-struct synchronized_pool_variant : resource_variant<synchronized<pool<>>> {
-  synchronized_pool_variant() : resource_variant(block_size, block_alignment) {}
+struct synchronized_pool_policy : resource_policy<synchronized<pool<>>> {
+  synchronized_pool_policy() : resource_policy(block_size, block_alignment) {}
 };
 
-class pmr_sync_pool_variant {
+class pmr_sync_pool_policy {
 public:
   void* allocate() { return r_.allocate(block_size, block_alignment); }
   void deallocate(void* p) noexcept { r_.deallocate(p, block_size, block_alignment); }
@@ -42,7 +42,7 @@ private:
 };
 
 /// boost::singleton_pool with its default mutex: one process-wide pool per tag and size.
-class boost_singleton_pool_variant {
+class boost_singleton_pool_policy {
   struct tag {};
   using pool = boost::singleton_pool<tag, block_size>;
 
@@ -51,22 +51,22 @@ public:
   void deallocate(void* p) noexcept { pool::free(p); }
 };
 
-class malloc_variant {
+class malloc_policy {
 public:
   void* allocate() { return std::malloc(block_size); }
   void deallocate(void* p) noexcept { std::free(p); }
 };
 
-template <class Variant>
+template <class Policy>
 void shared_alloc_free(benchmark::State& state) {
-  // One instance per variant, shared by every thread of every run (initialization is
+  // One instance per policy, shared by every thread of every run (initialization is
   // thread-safe); each run starts from the steady state the previous one left.
-  static Variant v;
-  const std::vector<std::size_t> seq = make_free_order(free_order::lifo);
+  static Policy v;
+  const std::vector<std::uint32_t> seq = make_free_order(free_order::lifo);
   std::vector<void*> blocks(live_blocks);
   benchmark::DoNotOptimize(blocks.data());
-  // The first call of each variant is single-threaded (Threads(1) runs first) and meets the
-  // variant new: its first round measures the footprint.
+  // The first call of each policy is single-threaded (Threads(1) runs first) and meets the
+  // policy new: its first round measures the footprint.
   static const std::ptrdiff_t heap_growth = [&] {
     const std::size_t heap_before = heap_in_use();
     fill(v, std::span(blocks));
@@ -87,21 +87,21 @@ void shared_alloc_free(benchmark::State& state) {
   }
 }
 
-template <class Variant>
+template <class Policy>
 void register_shared(const char* variant) {
   benchmark::RegisterBenchmark(benchmark_name(variant, "AllocFree").c_str(),
-                               shared_alloc_free<Variant>)
+                               shared_alloc_free<Policy>)
       ->Threads(1)
       ->Threads(2)
       ->UseRealTime();
 }
 
 const bool registered = [] {
-  register_shared<concurrent_pool_variant>("ConcurrentPool");
-  register_shared<synchronized_pool_variant>("SynchronizedPool");
-  register_shared<pmr_sync_pool_variant>("PmrSyncPool");
-  register_shared<boost_singleton_pool_variant>("BoostSingletonPool");
-  register_shared<malloc_variant>("Malloc");
+  register_shared<concurrent_pool_policy>("ConcurrentPool");
+  register_shared<synchronized_pool_policy>("SynchronizedPool");
+  register_shared<pmr_sync_pool_policy>("PmrSyncPool");
+  register_shared<boost_singleton_pool_policy>("BoostSingletonPool");
+  register_shared<malloc_policy>("Malloc");
   return true;
 }();
 
