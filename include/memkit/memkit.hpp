@@ -21,6 +21,7 @@
 #include "static_allocator.hpp"
 #include "stats.hpp"
 #include "test_resource.hpp"
+#include "thread_cached.hpp"
 #include "unique.hpp"
 #include "upstream.hpp"
 #include "xcontainers.hpp"
