@@ -217,7 +217,7 @@ private:
 
   MEMKIT_NOINLINE void* allocate_unusual(std::size_t bytes, std::size_t alignment) noexcept {
     if (!detail::is_valid_alignment(alignment) || alignment > page_size || bytes > max_size()) {
-      return nullptr;
+      return engine_.fail();
     }
     const std::size_t cls = class_for(bytes, alignment);
     if (cls < class_count_) {
@@ -277,7 +277,7 @@ public:
                       detail::is_alignment_within(alignment, block_alignment_))) {
       return engine_.allocate_class(0, bytes);
     }
-    return nullptr;
+    return engine_.fail();
   }
 
   void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {

@@ -251,15 +251,16 @@ public:
   Upstream& upstream() noexcept { return upstream_; }
   const char* name() const noexcept { return name_; }
 
-private:
-  heap* my_heap() const noexcept { return static_cast<heap*>(thread_registry::bound(key_)); }
-
+  /// \returns null, counting a failed request.
   void* fail() noexcept {
     if constexpr (statistics_enabled) {
       failures_.fetch_add(1, std::memory_order_relaxed);
     }
     return nullptr;
   }
+
+private:
+  heap* my_heap() const noexcept { return static_cast<heap*>(thread_registry::bound(key_)); }
 
   void count_allocation(std::size_t bytes) noexcept {
     if (heap* h = my_heap(); h != nullptr) {
