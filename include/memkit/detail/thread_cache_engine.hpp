@@ -83,7 +83,10 @@ public:
       if (MEMKIT_LIKELY(p != nullptr)) {
         c->free = load_hidden<void*>(p);
         ++c->used;
-        hand_out(p, bytes);
+        // The whole block is handed out, not just `bytes`: usable_size() promises every byte of
+        // the class is writable, as malloc_usable_size(3) does. Poisoning therefore catches
+        // overruns past the class size, not within it.
+        unpoison(p, c->block_size);
         h->counters.on_allocate(bytes);
         return p;
       }
@@ -282,7 +285,7 @@ private:
       if constexpr (statistics_enabled) {
         fallbacks_.fetch_add(1, std::memory_order_relaxed);
       }
-      hand_out(p, bytes);
+      unpoison(p, class_size_[cls]);
       shared_.counters.on_allocate(bytes);
       return p;
     }
@@ -290,7 +293,7 @@ private:
     if (p == nullptr) {
       return fail();
     }
-    hand_out(p, bytes);
+    unpoison(p, class_size_[cls]);
     h->counters.on_allocate(bytes);
     return p;
   }
