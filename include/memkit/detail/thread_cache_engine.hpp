@@ -376,6 +376,7 @@ private:
 
   // A wholly free chunk of `h`: kept as a spare up to the bound, else handed to the depot.
   void retire(heap& h, tc_chunk* c, bool locked) noexcept {
+    MEMKIT_ASSERT_INTERNAL(c->used == 0 && c->owner == &h && h.spare_count <= cached_chunks_);
     c->in_bin = false;
     if (h.spare_count < cached_chunks_) {
       c->next = h.spare;
