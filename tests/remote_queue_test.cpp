@@ -10,7 +10,9 @@
 
 namespace {
 
-using memkit::detail::block_chain;
+using memkit::detail::free_chain;
+using memkit::detail::free_list;
+using memkit::detail::prepend;
 using memkit::detail::remote_queue;
 
 struct alignas(16) block {
@@ -22,12 +24,12 @@ TEST(RemoteQueue, TakeAllReturnsEveryPostedChainNewestFirst) {
   remote_queue q;
   EXPECT_FALSE(q.has_posts());
   EXPECT_EQ(q.take_all(), nullptr);
-  block_chain a;
-  a.push_front(&blocks[1], sizeof(block));
-  a.push_front(&blocks[0], sizeof(block));
-  block_chain b;
+  free_chain a;
+  prepend(a, &blocks[1], sizeof(block));
+  prepend(a, &blocks[0], sizeof(block));
+  free_chain b;
   for (std::size_t i = 5; i >= 2; --i) {
-    b.push_front(&blocks[i], sizeof(block));
+    prepend(b, &blocks[i], sizeof(block));
   }
   EXPECT_EQ(b.count, 4u);
   EXPECT_EQ(b.last, &blocks[5]);
@@ -35,7 +37,7 @@ TEST(RemoteQueue, TakeAllReturnsEveryPostedChainNewestFirst) {
   q.post(b);
   EXPECT_TRUE(q.has_posts());
   std::vector<void*> seen;
-  for (void* p = q.take_all(); p != nullptr; p = block_chain::next(p)) {
+  for (void* p = q.take_all(); p != nullptr; p = free_list::next(p)) {
     seen.push_back(p);
   }
   const std::vector<void*> expected{&blocks[2], &blocks[3], &blocks[4],
@@ -55,12 +57,12 @@ TEST(RemoteQueue, EveryBlockOfManyProducersArrivesExactlyOnce) {
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < producers; ++t) {
     threads.emplace_back([&, t] {
-      block_chain c;
+      free_chain c;
       for (std::size_t i = 0; i < per_producer; ++i) {
-        c.push_front(&blocks[t * per_producer + i], sizeof(block));
+        prepend(c, &blocks[t * per_producer + i], sizeof(block));
         if (c.count == batch || i + 1 == per_producer) {
           q.post(c);
-          c = block_chain{};
+          c = free_chain{};
         }
       }
       finished.fetch_add(1);
@@ -68,7 +70,7 @@ TEST(RemoteQueue, EveryBlockOfManyProducersArrivesExactlyOnce) {
   }
   std::size_t received = 0;
   auto take = [&] {
-    for (void* p = q.take_all(); p != nullptr; p = block_chain::next(p)) {
+    for (void* p = q.take_all(); p != nullptr; p = free_list::next(p)) {
       ++arrivals[static_cast<std::size_t>(static_cast<block*>(p) - blocks.data())];
       ++received;
     }

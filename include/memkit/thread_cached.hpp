@@ -33,6 +33,9 @@ protected:
       : engine_(name, class_sizes, class_count, options, std::move(upstream)) {}
 
 public:
+  /// Any thread may call it (docs/threads.md, "Memory model"): synchronized<> adds no lock.
+  static constexpr bool thread_safe = true;
+
   tc_front(const tc_front&) = delete;
   tc_front& operator=(const tc_front&) = delete;
 

@@ -7,35 +7,23 @@
 #include <cstddef>
 
 #include "../config.hpp"
+#include "free_list.hpp"
 #include "poison.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
 namespace detail {
 
-/// A run of free blocks linked through their first words, built by one thread before it is posted
-/// (`first` reaches `last` through `count - 1` links; `last`'s link is written by `post`).
-struct block_chain {
-  void* first = nullptr;
-  void* last = nullptr;
-  std::size_t count = 0;
-
-  bool empty() const noexcept { return first == nullptr; }
-
-  /// \effects puts `p`, a free block of `bytes` bytes, in front of the chain and poisons it whole
-  /// (its link included, as detail/poison.hpp's `store_hidden` does for every free list).
-  void push_front(void* p, std::size_t bytes) noexcept {
-    store_hidden(p, first, bytes);
-    if (first == nullptr) {
-      last = p;
-    }
-    first = p;
-    ++count;
+/// \effects puts `p`, a free block of `bytes` bytes, in front of `c` and poisons it whole, its
+/// link included (detail/poison.hpp): how a freeing thread builds the batch it will post.
+inline void prepend(free_chain& c, void* p, std::size_t bytes) noexcept {
+  store_hidden(p, c.first, bytes);
+  if (c.first == nullptr) {
+    c.last = p;
   }
-
-  /// \returns the block after `p` in a chain or a taken list; null after the last.
-  static void* next(const void* p) noexcept { return load_hidden<void*>(p); }
-};
+  c.first = p;
+  ++c.count;
+}
 
 /// Where other threads post blocks for one owner: the message queue of snmalloc's "message passing
 /// allocator" (Lietar et al., ISMM 2019) and the thread-free list of mimalloc ("Free List Sharding
@@ -60,8 +48,8 @@ public:
   remote_queue& operator=(const remote_queue&) = delete;
 
   /// \effects links `c` in front of the list in one successful CAS.
-  /// \requires `!c.empty()`; no other thread touches `c`'s blocks until the owner takes them.
-  void post(const block_chain& c) noexcept {
+  /// \requires `c.count != 0`; no other thread touches `c`'s blocks until the owner takes them.
+  void post(const free_chain& c) noexcept {
     void* head = head_.load(std::memory_order_relaxed);
     do {
       store_hidden(c.last, head, sizeof(void*));
@@ -70,7 +58,7 @@ public:
   }
 
   /// \returns every block posted so far, most recent batch first, linked through
-  /// `block_chain::next` and ending in null; the list is empty afterwards.
+  /// `free_list::next` and ending in null; the list is empty afterwards.
   /// \requires only the owner calls it (one consumer).
   void* take_all() noexcept { return head_.exchange(nullptr, std::memory_order_acquire); }
 

@@ -79,9 +79,8 @@ public:
     heap* h = my_heap();
     if (MEMKIT_LIKELY(h != nullptr)) {
       tc_chunk* c = h->bins[cls].current;
-      void* p = c->free;
-      if (MEMKIT_LIKELY(p != nullptr)) {
-        c->free = load_hidden<void*>(p);
+      if (MEMKIT_LIKELY(!c->free.empty())) {
+        void* const p = c->free.pop();
         ++c->used;
         // The whole block is handed out, not just `bytes`: usable_size() promises every byte of
         // the class is writable, as malloc_usable_size(3) does. Poisoning therefore catches
@@ -101,8 +100,7 @@ public:
     heap* h = my_heap();
     if (MEMKIT_LIKELY(h != nullptr && c->owner == h)) {
       h->counters.on_deallocate(bytes);
-      store_hidden(p, c->free, c->block_size);
-      c->free = p;
+      c->free.push(p, c->block_size);
       // The current chunk of a class is pinned (used counts one extra), so a free-allocate
       // ping-pong on one block never lands here.
       if (MEMKIT_UNLIKELY(--c->used == 0 || !c->in_bin)) {
@@ -177,7 +175,7 @@ public:
       const tc_outgoing* o = h != nullptr ? &h->outgoing_for(c->owner) : nullptr;
       if (local && static_cast<char*>(p) >= c->bump) {
         // never handed out: not a block yet
-      } else if ((local && p == c->free) ||
+      } else if ((local && p == c->free.head()) ||
                  (o != nullptr && o->dest == c->owner && o->chain.first == p) ||
                  (debug_level >= 3 && h != nullptr && h->holds_free(c, p, local))) {
         verdict = misuse::double_free;
@@ -299,10 +297,8 @@ private:
   }
 
   static void* pop(tc_chunk* c) noexcept {
-    void* p = c->free;
-    c->free = load_hidden<void*>(p);
     ++c->used;
-    return p;
+    return c->free.pop();
   }
 
   // The refill order (the thread allocates from an empty list): carve more of the current chunk;
@@ -311,7 +307,7 @@ private:
   void* pop_or_refill(heap& h, std::size_t cls) noexcept {
     typename heap::bin& b = h.bins[cls];
     tc_chunk* c = b.current;
-    if (c->free != nullptr) {
+    if (!c->free.empty()) {
       return pop(c);
     }
     if (c->bump != c->end) {
@@ -320,7 +316,7 @@ private:
     flush_outgoing(h);
     if (h.remote.has_posts()) {
       drain(h, false);
-      if (c->free != nullptr) {
+      if (!c->free.empty()) {
         return pop(c);
       }
     }
@@ -339,7 +335,7 @@ private:
     c->in_bin = true;
     ++c->used; // pin
     b.current = c;
-    return c->free != nullptr ? pop(c) : extend_and_pop(c);
+    return !c->free.empty() ? pop(c) : extend_and_pop(c);
   }
 
   // Carves up to a page's worth of blocks (at least one) onto the free list and pops the first:
@@ -352,8 +348,7 @@ private:
     n = n == 0 ? 1 : (n > left ? left : n);
     char* const first = c->bump;
     for (std::size_t k = n; k-- > 1;) {
-      store_hidden(first + k * s, c->free, s);
-      c->free = first + k * s;
+      c->free.push(first + k * s, s);
     }
     c->bump += n * s;
     ++c->used;
@@ -448,7 +443,7 @@ private:
     c->blocks = base + tc_chunk_size - capacity * s;
     c->bump = c->blocks;
     c->end = base + tc_chunk_size;
-    c->free = nullptr;
+    c->free.clear();
     c->used = 0;
     c->capacity = static_cast<std::uint32_t>(capacity);
     c->prev = c->next = nullptr;
@@ -459,11 +454,10 @@ private:
   // Takes everything other threads posted to `h` and frees each block into its chunk.
   void drain(heap& h, bool locked) noexcept {
     for (void* p = h.remote.take_all(); p != nullptr;) {
-      void* const next = block_chain::next(p);
+      void* const next = free_list::next(p);
       tc_chunk* c = tc_chunk_of(p);
       MEMKIT_ASSERT_INTERNAL(c->owner == &h && c->cls != tc_large_class);
-      store_hidden(p, c->free, c->block_size);
-      c->free = p;
+      c->free.push(p, c->block_size);
       if (--c->used == 0 || !c->in_bin) {
         settle(h, c, locked);
       }
@@ -473,7 +467,7 @@ private:
 
   void post(tc_outgoing& o) noexcept {
     static_cast<heap*>(o.dest)->remote.post(o.chain);
-    o.chain = block_chain{};
+    o.chain = free_chain{};
   }
 
   void flush_outgoing(heap& h) noexcept {
@@ -481,7 +475,7 @@ private:
       return;
     }
     for (tc_outgoing& o : h.outgoing) {
-      if (!o.chain.empty()) {
+      if (o.chain.count != 0) {
         post(o);
       }
     }
@@ -502,14 +496,13 @@ private:
       orphan_deallocate(bytes);
       if (c->owner == &shared_) {
         const std::lock_guard<std::mutex> lock(shared_mutex_);
-        store_hidden(p, c->free, c->block_size);
-        c->free = p;
+        c->free.push(p, c->block_size);
         if (--c->used == 0 || !c->in_bin) {
           settle(shared_, c, false);
         }
       } else {
-        block_chain one;
-        one.push_front(p, c->block_size);
+        free_chain one;
+        prepend(one, p, c->block_size);
         static_cast<heap*>(c->owner)->remote.post(one);
       }
       return;
@@ -517,13 +510,13 @@ private:
     h->counters.on_deallocate(bytes);
     tc_outgoing& o = h->outgoing_for(c->owner);
     if (o.dest != c->owner) {
-      if (!o.chain.empty()) {
+      if (o.chain.count != 0) {
         h->pending -= o.chain.count;
         post(o);
       }
       o.dest = c->owner;
     }
-    o.chain.push_front(p, c->block_size);
+    prepend(o.chain, p, c->block_size);
     ++h->pending;
     if (o.chain.count >= batch_blocks_) {
       h->pending -= o.chain.count;

@@ -10,6 +10,7 @@
 #include "../stats.hpp"
 #include "align.hpp"
 #include "assert.hpp"
+#include "free_list.hpp"
 #include "poison.hpp"
 #include "remote_queue.hpp"
 
@@ -45,10 +46,10 @@ struct alignas(cache_line_size) tc_chunk {
   tc_chunk* link_prev = nullptr; ///< large blocks only
 
   // The owner's.
-  alignas(cache_line_size) void* free = nullptr; ///< local free list
-  char* bump = nullptr;                          ///< next block never handed out
-  char* end = nullptr;                           ///< end of the blocks
-  std::uint32_t used = 0;                        ///< blocks handed out and not freed to this chunk
+  alignas(cache_line_size) free_list free; ///< local free list
+  char* bump = nullptr;                    ///< next block never handed out
+  char* end = nullptr;                     ///< end of the blocks
+  std::uint32_t used = 0;                  ///< blocks handed out and not freed to this chunk
   std::uint32_t capacity = 0;
   tc_chunk* prev = nullptr; ///< the owner's partial list, its spares, or the depot
   tc_chunk* next = nullptr;
@@ -69,7 +70,7 @@ inline tc_chunk tc_empty_chunk{};
 /// Blocks freed on this thread for one other heap, posted as one batch.
 struct tc_outgoing {
   void* dest = nullptr;
-  block_chain chain;
+  free_chain chain;
 };
 
 /// Per-heap counters (docs/statistics.md), written only by the heap's current thread with relaxed
@@ -176,14 +177,14 @@ struct tc_heap {
   /// by this heap when `local`.
   bool holds_free(const tc_chunk* c, const void* p, bool local) const noexcept {
     if (local) {
-      for (const void* f = c->free; f != nullptr; f = load_hidden<void*>(f)) {
+      for (const void* f = c->free.head(); f != nullptr; f = free_list::next(f)) {
         if (f == p) {
           return true;
         }
       }
     }
     for (const tc_outgoing& o : outgoing) {
-      for (const void* f = o.chain.first; f != nullptr; f = block_chain::next(f)) {
+      for (const void* f = o.chain.first; f != nullptr; f = free_list::next(f)) {
         if (f == p) {
           return true;
         }
