@@ -15,9 +15,9 @@
 #include "../stats.hpp"
 #include "align.hpp"
 #include "assert.hpp"
-#include "chunk_map.hpp"
 #include "poison.hpp"
 #include "remote_queue.hpp"
+#include "thread_depot.hpp"
 #include "thread_heap.hpp"
 #include "thread_registry.hpp"
 
@@ -57,7 +57,7 @@ public:
   tc_engine(const char* name, const std::uint32_t* class_sizes, std::size_t class_count,
             const thread_cached_options& o, Upstream&& upstream) noexcept
       : name_(name), class_count_(class_count), cached_chunks_(o.cached_chunks),
-        batch_blocks_(o.batch_blocks == 0 ? 1 : o.batch_blocks), upstream_(std::move(upstream)) {
+        batch_blocks_(o.batch_blocks == 0 ? 1 : o.batch_blocks), depot_(std::move(upstream)) {
     for (std::size_t i = 0; i < class_count; ++i) {
       class_size_[i] = class_sizes[i];
     }
@@ -118,30 +118,15 @@ public:
     if (n > unbounded_size - offset) {
       return fail();
     }
-    tc_chunk* c = nullptr;
+    void* p = nullptr;
     {
-      const std::lock_guard<std::mutex> lock(depot_mutex_);
-      void* base = upstream_try_allocate(offset + n);
-      if (base == nullptr) {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      if ((p = depot_.allocate_large(n, offset)) == nullptr) {
         return fail();
       }
-      c = ::new (base) tc_chunk{};
-      c->cls = tc_large_class;
-      c->bytes = offset + n;
-      c->blocks = static_cast<char*>(base) + offset;
-      c->size = n;
-      if (!map_.insert(counted_, base, c->bytes)) {
-        upstream_deallocate(base, c->bytes);
-        return fail();
-      }
-      c->link_next = large_;
-      if (large_ != nullptr) {
-        large_->link_prev = c;
-      }
-      large_ = c;
     }
     count_allocation(bytes);
-    return c->blocks;
+    return p;
   }
 
   /// \returns whether `p` may be freed as a block of `expected_class` (any_class: any block),
@@ -149,7 +134,7 @@ public:
   /// `MEMKIT_DEBUG` 3, which also walks the chunk's free list and the outgoing batches.
   bool screen(void* p, std::size_t bytes, std::size_t alignment,
               std::size_t expected_class) const noexcept {
-    auto* c = static_cast<tc_chunk*>(map_.find(p));
+    tc_chunk* const c = depot_.find(p);
     misuse verdict = misuse::foreign_pointer;
     if (c == nullptr) {
       // not ours
@@ -190,7 +175,7 @@ public:
   /// \returns whether `p` points into a block this resource handed out or may hand out (a small
   /// chunk's blocks, a large block's bytes). O(1), any thread.
   bool owns(const void* p) const noexcept {
-    const auto* c = static_cast<const tc_chunk*>(map_.find(p));
+    const tc_chunk* c = depot_.find(p);
     if (c == nullptr) {
       return false;
     }
@@ -220,8 +205,8 @@ public:
   /// \returns the heaps created so far and not released: at most the peak number of threads that
   /// used the resource at once, as exited threads' heaps are adopted by new threads.
   std::size_t heap_count() const noexcept {
-    const std::lock_guard<std::mutex> lock(depot_mutex_);
-    return heap_count_;
+    const std::lock_guard<std::mutex> lock(depot_.mutex());
+    return depot_.heap_count();
   }
 
   /// \returns the counters of docs/statistics.md summed over the heaps (exact at quiescence;
@@ -229,18 +214,14 @@ public:
   statistics stats() const noexcept {
     statistics s;
     if constexpr (statistics_enabled) {
-      const std::lock_guard<std::mutex> lock(depot_mutex_);
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
       s = retired_;
-      add(s, shared_.counters);
-      add(s, orphan_);
-      for (const heap* h = heaps_; h != nullptr; h = h->next_heap) {
-        add(s, h->counters);
-      }
+      shared_.counters.add_to(s);
+      orphan_.add_to(s);
+      depot_.for_each_heap([&](const heap& h) { h.counters.add_to(s); });
       s.failures += failures_.load(std::memory_order_relaxed);
       s.fallbacks += fallbacks_.load(std::memory_order_relaxed);
-      s.upstream_allocations += upstream_allocations_;
-      s.upstream_deallocations += upstream_deallocations_;
-      s.upstream_bytes_in_use = upstream_bytes_;
+      depot_.add_upstream_counts(s);
       peak_bytes_ = s.bytes_in_use > peak_bytes_ ? s.bytes_in_use : peak_bytes_;
       peak_blocks_ = s.blocks_in_use > peak_blocks_ ? s.blocks_in_use : peak_blocks_;
       s.peak_bytes_in_use = peak_bytes_;
@@ -249,7 +230,7 @@ public:
     return s;
   }
 
-  Upstream& upstream() noexcept { return upstream_; }
+  Upstream& upstream() noexcept { return depot_.upstream(); }
   const char* name() const noexcept { return name_; }
 
   /// \returns null, counting a failed request.
@@ -380,18 +361,11 @@ private:
       return;
     }
     if (locked) {
-      depot_push(c);
+      depot_.push(c);
     } else {
-      const std::lock_guard<std::mutex> lock(depot_mutex_);
-      depot_push(c);
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      depot_.push(c);
     }
-  }
-
-  // Requires depot_mutex_.
-  void depot_push(tc_chunk* c) noexcept {
-    c->owner = nullptr;
-    c->next = depot_;
-    depot_ = c;
   }
 
   tc_chunk* take_chunk(heap& h, std::size_t cls) noexcept {
@@ -400,34 +374,15 @@ private:
       h.spare = c->next;
       --h.spare_count;
     } else {
-      const std::lock_guard<std::mutex> lock(depot_mutex_);
-      if (depot_ == nullptr) {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      if ((c = depot_.pop()) == nullptr) {
         scavenge_locked();
-      }
-      if ((c = depot_) != nullptr) {
-        depot_ = c->next;
-      } else if ((c = obtain_chunk_locked()) == nullptr) {
-        return nullptr;
+        if ((c = depot_.pop()) == nullptr && (c = depot_.obtain()) == nullptr) {
+          return nullptr;
+        }
       }
     }
     format(c, h, cls);
-    return c;
-  }
-
-  // Requires depot_mutex_.
-  tc_chunk* obtain_chunk_locked() noexcept {
-    void* base = upstream_try_allocate(tc_chunk_size);
-    if (base == nullptr) {
-      return nullptr;
-    }
-    auto* c = ::new (base) tc_chunk{};
-    c->bytes = tc_chunk_size;
-    if (!map_.insert(counted_, base, tc_chunk_size)) {
-      upstream_deallocate(base, tc_chunk_size);
-      return nullptr;
-    }
-    c->link_next = chunks_;
-    chunks_ = c;
     return c;
   }
 
@@ -532,17 +487,8 @@ private:
   }
 
   void free_large(tc_chunk* c) noexcept {
-    const std::lock_guard<std::mutex> lock(depot_mutex_);
-    map_.erase(c, c->bytes);
-    if (c->link_prev != nullptr) {
-      c->link_prev->link_next = c->link_next;
-    } else {
-      large_ = c->link_next;
-    }
-    if (c->link_next != nullptr) {
-      c->link_next->link_prev = c->link_prev;
-    }
-    upstream_deallocate(c, c->bytes);
+    const std::lock_guard<std::mutex> lock(depot_.mutex());
+    depot_.free_large(c);
   }
 
   // A heap for the calling thread: an exited thread's, adopted whole, or a new one.
@@ -552,22 +498,14 @@ private:
     }
     heap* h = nullptr;
     {
-      const std::lock_guard<std::mutex> lock(depot_mutex_);
-      if ((h = abandoned_) != nullptr) {
-        abandoned_ = h->next_abandoned;
-        h->abandoned = false;
-      } else if (void* p = upstream_try_allocate(sizeof(heap), alignof(heap)); p != nullptr) {
-        h = ::new (p) heap;
-        h->next_heap = heaps_;
-        heaps_ = h;
-        ++heap_count_;
-      } else {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      if ((h = depot_.adopt_or_make()) == nullptr) {
         return nullptr;
       }
     }
     if (!thread_registry::bind(key_, h)) {
-      const std::lock_guard<std::mutex> lock(depot_mutex_);
-      abandon_locked(*h);
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      depot_.abandon(*h);
       return nullptr;
     }
     return h;
@@ -583,117 +521,37 @@ private:
   void detach(heap& h) noexcept {
     flush_outgoing(h);
     drain(h, false);
-    const std::lock_guard<std::mutex> lock(depot_mutex_);
-    abandon_locked(h);
+    const std::lock_guard<std::mutex> lock(depot_.mutex());
+    depot_.abandon(h);
   }
 
-  // Requires depot_mutex_.
-  void abandon_locked(heap& h) noexcept {
-    return_free_chunks_locked(h);
-    h.abandoned = true;
-    h.next_abandoned = abandoned_;
-    abandoned_ = &h;
-  }
-
-  // Requires depot_mutex_: the spares and the pinned, otherwise empty current chunks of a heap
-  // without a thread go to the depot.
-  void return_free_chunks_locked(heap& h) noexcept {
-    for (typename heap::bin& b : h.bins) {
-      tc_chunk* c = b.current;
-      if (c != &tc_empty_chunk && c->used == 1) {
-        c->used = 0;
-        c->in_bin = false;
-        b.current = &tc_empty_chunk;
-        depot_push(c);
-      }
-    }
-    while (tc_chunk* c = h.spare) {
-      h.spare = c->next;
-      depot_push(c);
-    }
-    h.spare_count = 0;
-  }
-
-  // Requires depot_mutex_, which makes the caller the one consumer of every abandoned heap's
-  // queue: blocks freed to exited threads are reused before the upstream is asked for more.
+  // Requires the depot's mutex, which makes the caller the one consumer of every abandoned
+  // heap's queue: blocks freed to exited threads are reused before the upstream is asked for more.
   void scavenge_locked() noexcept {
-    for (heap* a = abandoned_; a != nullptr; a = a->next_abandoned) {
-      if (a->remote.has_posts()) {
-        drain(*a, true);
+    depot_.for_each_abandoned([&](heap& a) {
+      if (a.remote.has_posts()) {
+        drain(a, true);
       }
-      return_free_chunks_locked(*a);
-    }
+      depot_.take_free_chunks(a);
+    });
   }
-
-  // Upstream calls happen only under depot_mutex_ (or at quiescence), so the upstream need not be
-  // thread-safe. Every chunk is aligned to tc_chunk_size.
-  void* upstream_try_allocate(std::size_t bytes, std::size_t alignment = tc_chunk_size) noexcept {
-    void* p = upstream_.try_allocate(bytes, alignment);
-    if (p != nullptr) {
-      ++upstream_allocations_;
-      upstream_bytes_ += bytes;
-    }
-    return p;
-  }
-  void upstream_deallocate(void* p, std::size_t bytes,
-                           std::size_t alignment = tc_chunk_size) noexcept {
-    upstream_.deallocate(p, bytes, alignment);
-    ++upstream_deallocations_;
-    upstream_bytes_ -= bytes;
-  }
-
-  // The upstream as the chunk map sees it: every call counted, the caller holding depot_mutex_.
-  struct counted_upstream {
-    tc_engine& e;
-    void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
-      return e.upstream_try_allocate(bytes, alignment);
-    }
-    void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept {
-      e.upstream_deallocate(p, bytes, alignment);
-    }
-  };
 
   void release_all() noexcept {
-    const std::lock_guard<std::mutex> lock(depot_mutex_);
+    const std::lock_guard<std::mutex> lock(depot_.mutex());
     if constexpr (statistics_enabled) {
       statistics s;
-      add(s, shared_.counters);
-      add(s, orphan_);
-      for (const heap* h = heaps_; h != nullptr; h = h->next_heap) {
-        add(s, h->counters);
-      }
+      shared_.counters.add_to(s);
+      orphan_.add_to(s);
+      depot_.for_each_heap([&](const heap& h) { h.counters.add_to(s); });
       retired_.allocations += s.allocations;
       retired_.deallocations += s.deallocations;
     }
-    for (tc_chunk* c = chunks_; c != nullptr;) {
-      tc_chunk* const next = c->link_next;
-      unpoison_kept(c, tc_chunk_size);
-      upstream_deallocate(c, tc_chunk_size);
-      c = next;
-    }
-    for (tc_chunk* c = large_; c != nullptr;) {
-      tc_chunk* const next = c->link_next;
-      unpoison_kept(c, c->bytes);
-      upstream_deallocate(c, c->bytes);
-      c = next;
-    }
-    for (heap* h = heaps_; h != nullptr;) {
-      heap* const next = h->next_heap;
-      h->~heap();
-      upstream_deallocate(h, sizeof(heap), alignof(heap));
-      h = next;
-    }
-    map_.release(counted_);
+    depot_.release();
     shared_.~heap();
     ::new (&shared_) heap;
     orphan_.~tc_counters();
     ::new (&orphan_) tc_counters;
-    chunks_ = large_ = depot_ = nullptr;
-    heaps_ = abandoned_ = nullptr;
-    heap_count_ = 0;
   }
-
-  static void add(statistics& s, const tc_counters& c) noexcept { c.add_to(s); }
 
   // Read by every call.
   thread_registry::key key_;
@@ -703,23 +561,11 @@ private:
   std::size_t cached_chunks_;
   std::size_t batch_blocks_;
 
-  // The depot: everything shared, behind one lock (the hot paths never take it).
-  mutable std::mutex depot_mutex_;
-  tc_chunk* depot_ = nullptr;  ///< wholly free chunks, any class
-  tc_chunk* chunks_ = nullptr; ///< every small chunk, through link_next
-  tc_chunk* large_ = nullptr;  ///< every large block
-  heap* heaps_ = nullptr;      ///< every heap
-  heap* abandoned_ = nullptr;  ///< heaps whose thread exited
-  std::size_t heap_count_ = 0;
-  std::size_t upstream_allocations_ = 0;
-  std::size_t upstream_deallocations_ = 0;
-  std::size_t upstream_bytes_ = 0;
+  // Everything shared, behind one lock the fast paths never take.
+  tc_depot<Upstream, heap> depot_;
   statistics retired_; ///< totals of heaps given back by release()
   mutable std::size_t peak_bytes_ = 0;
   mutable std::size_t peak_blocks_ = 0;
-  chunk_map<tc_chunk_shift> map_;
-  Upstream upstream_;
-  counted_upstream counted_{*this};
 
   // Threads without a heap of their own share this one under its lock.
   std::mutex shared_mutex_;
