@@ -137,6 +137,17 @@ struct huge_page_case : case_traits<memkit::huge_page_resource, 64 * 1024, false
   static auto make(spy_resource&) { return std::make_unique<holder>(); }
 };
 
+// Requests above the largest class (4096) get a region of their own: 5000 exercises both paths.
+struct thread_cached_case : case_traits<memkit::thread_cached<spy_ref>, 5000> {
+  static constexpr const char* label = "ThreadCached";
+  static auto make(spy_resource& spy) { return std::make_unique<holder>(spy_ref(spy)); }
+};
+
+struct thread_cached_pool_case : case_traits<memkit::thread_cached_pool<spy_ref>, 64> {
+  static constexpr const char* label = "ThreadCachedPool";
+  static auto make(spy_resource& spy) { return std::make_unique<holder>(64, 4096, spy_ref(spy)); }
+};
+
 template <class Case>
 class Conformance : public ::testing::Test {
 protected:
@@ -182,10 +193,11 @@ protected:
   unsigned seed_ = 20261121;
 };
 
-using cases = ::testing::Types<fixed_pool_case, pool_case, array_pool_case, arena_case, stack_case,
-                               multipool_case, static_multipool_case, fallback_case, aligned_case,
-                               huge_page_case, node_pool_case, synchronized_case,
-                               debug_resource_case, concurrent_pool_case>;
+using cases =
+    ::testing::Types<fixed_pool_case, pool_case, array_pool_case, arena_case, stack_case,
+                     multipool_case, static_multipool_case, fallback_case, aligned_case,
+                     huge_page_case, node_pool_case, synchronized_case, debug_resource_case,
+                     concurrent_pool_case, thread_cached_case, thread_cached_pool_case>;
 struct case_names {
   template <class Case>
   static std::string GetName(int) {

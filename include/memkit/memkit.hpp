@@ -30,6 +30,7 @@
 // Decorators: statistics and thread safety around any resource.
 #include "stats.hpp"
 #include "synchronized.hpp"
+#include "thread_cached.hpp"
 
 // Adapters: standard allocators, std::pmr, containers, smart pointers.
 #include "allocator.hpp"

@@ -1,0 +1,78 @@
+// tests/chunk_map_test.cpp: the address-to-chunk radix map of memkit/detail/chunk_map.hpp.
+#include "memkit/detail/chunk_map.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "support/spy_resource.hpp"
+
+namespace {
+
+constexpr unsigned shift = 16;
+constexpr std::size_t window = std::size_t{1} << shift;
+
+void* at(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
+
+TEST(ChunkMap, FindsTheBaseOfEveryWindowOfARangeAndNothingElse) {
+  memkit::test::spy_resource spy;
+  {
+    memkit::detail::chunk_map<shift> map;
+    EXPECT_EQ(map.find(at(0x12340000)), nullptr);
+    const std::uintptr_t base = 0x7f1200000000;
+    ASSERT_TRUE(map.insert(spy, at(base), 3 * window));
+    EXPECT_EQ(map.find(at(base)), at(base));
+    EXPECT_EQ(map.find(at(base + window + 5)), at(base));
+    EXPECT_EQ(map.find(at(base + 3 * window - 1)), at(base));
+    EXPECT_EQ(map.find(at(base + 3 * window)), nullptr);
+    EXPECT_EQ(map.find(at(base - 1)), nullptr);
+    EXPECT_EQ(map.find(at(std::uintptr_t{1} << 50)), nullptr) << "above 48 bits";
+    EXPECT_FALSE(map.insert(spy, at(std::uintptr_t{1} << 50), window));
+    map.erase(at(base), 3 * window);
+    EXPECT_EQ(map.find(at(base + window)), nullptr);
+    map.release(spy);
+  }
+  EXPECT_EQ(spy.blocks_in_use(), 0u);
+  EXPECT_TRUE(spy.errors().empty());
+}
+
+TEST(ChunkMap, FailsCleanlyWhenNoNodeCanBeObtained) {
+  memkit::test::spy_resource spy(1024);
+  memkit::detail::chunk_map<shift> map;
+  EXPECT_FALSE(map.insert(spy, at(0x10000), window));
+  EXPECT_EQ(map.find(at(0x10000)), nullptr);
+  map.release(spy);
+  EXPECT_EQ(spy.blocks_in_use(), 0u);
+}
+
+TEST(ChunkMap, ReadersSeeEntriesAppearWhileTheWriterAddsThem) {
+  memkit::test::spy_resource spy;
+  memkit::detail::chunk_map<shift> map;
+  constexpr std::uintptr_t first = 0x500000000000;
+  constexpr std::size_t count = 4096; // spans several leaves and mid nodes
+  std::atomic<std::size_t> published{0};
+  std::atomic<bool> wrong{false};
+  std::thread reader([&] {
+    while (published.load(std::memory_order_acquire) < count) {
+      const std::size_t n = published.load(std::memory_order_acquire);
+      for (std::size_t i = 0; i < n; i += 61) {
+        const std::uintptr_t a = first + i * window * 1031;
+        if (map.find(at(a + 100)) != at(a)) {
+          wrong = true;
+        }
+      }
+    }
+  });
+  for (std::size_t i = 0; i < count; ++i) {
+    ASSERT_TRUE(map.insert(spy, at(first + i * window * 1031), window));
+    published.store(i + 1, std::memory_order_release);
+  }
+  reader.join();
+  EXPECT_FALSE(wrong.load());
+  map.release(spy);
+  EXPECT_EQ(spy.blocks_in_use(), 0u);
+}
+
+} // namespace

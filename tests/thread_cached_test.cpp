@@ -1,0 +1,641 @@
+// tests/thread_cached_test.cpp: the thread-caching resources (memkit/thread_cached.hpp): their
+// single-threaded contracts, and under threads the stress run, producer/consumer, thread churn and
+// exhaustion, each with a spy upstream that must get every byte back.
+#include "memkit/thread_cached.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "support/locked_spy.hpp"
+#include "support/spy_resource.hpp"
+#include "support/stress.hpp"
+
+namespace {
+
+using memkit::test::locked_spy;
+using spy_ref = memkit::resource_ref<locked_spy>;
+using any_size = memkit::thread_cached<spy_ref>;
+using fixed_size = memkit::thread_cached_pool<spy_ref>;
+
+// Sanitizers run each operation several times slower; the concurrent tests scale their rounds so
+// that every build finishes in seconds and TSan in well under a minute.
+#if defined(MEMKIT_TSAN) || defined(MEMKIT_ASAN)
+constexpr std::size_t scale = 2;
+#else
+constexpr std::size_t scale = 1;
+#endif
+
+void expect_everything_returned(const locked_spy& spy) {
+  EXPECT_EQ(spy.blocks_in_use(), 0u) << "chunks not returned to the upstream";
+  const auto errors = spy.errors();
+  EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors.front());
+}
+
+TEST(ThreadCached, ServesEveryClassAlignedWithAUsableSizeThatCoversTheRequest) {
+  locked_spy spy;
+  {
+    any_size r{spy_ref(spy)};
+    for (std::size_t a = 1; a <= memkit::page_size; a *= 2) {
+      for (std::size_t n :
+           {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17},
+            std::size_t{100}, std::size_t{129}, std::size_t{500}, std::size_t{1000},
+            std::size_t{4095}, std::size_t{4096}, std::size_t{4097}, std::size_t{70000}}) {
+        auto* p = static_cast<unsigned char*>(r.allocate(n, a));
+        ASSERT_TRUE(memkit::detail::is_aligned(p, a)) << "size " << n << " alignment " << a;
+        const std::size_t usable = r.usable_size(p);
+        EXPECT_GE(usable, n == 0 ? 1 : n);
+        std::memset(p, 0xab, usable);
+        EXPECT_TRUE(r.owns(p));
+        EXPECT_TRUE(r.owns(p + usable - 1));
+        r.deallocate(p, n, a);
+      }
+    }
+  }
+  expect_everything_returned(spy);
+}
+
+TEST(ThreadCached, UsableSizeIsTheClassSizeForSmallBlocks) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  for (std::size_t n = 1; n <= r.max_class_size(); n += 7) {
+    void* p = r.allocate(n);
+    EXPECT_EQ(r.usable_size(p), memkit::detail::class_size(memkit::detail::class_index(n))) << n;
+    r.deallocate(p);
+  }
+}
+
+TEST(ThreadCached, FreeWithoutASizeFindsTheBlockFromItsAddress) {
+  locked_spy spy;
+  {
+    any_size r{spy_ref(spy)};
+    std::vector<void*> blocks;
+    for (std::size_t n = 1; n < 20000; n += 97) {
+      blocks.push_back(r.allocate(n, n % 3 == 0 ? 64 : 8));
+    }
+    for (void* p : blocks) {
+      r.deallocate(p);
+    }
+    if constexpr (memkit::statistics_enabled) {
+      EXPECT_EQ(r.stats().blocks_in_use, 0u);
+      EXPECT_EQ(r.stats().deallocations, blocks.size());
+    }
+  }
+  expect_everything_returned(spy);
+}
+
+TEST(ThreadCached, LargeBlocksHaveARegionOfTheirOwnAndGoBackWhenFreed) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  const std::size_t before = spy.bytes_in_use();
+  void* p = r.allocate(1 << 20, 4096);
+  EXPECT_GE(spy.bytes_in_use(), before + (1 << 20));
+  EXPECT_EQ(r.usable_size(p), std::size_t{1} << 20);
+  EXPECT_TRUE(r.owns(static_cast<char*>(p) + (1 << 20) - 1));
+  r.deallocate(p, 1 << 20, 4096);
+  // The region is gone; the chunk map may have kept a node it grew to record it (8 or 16 KiB).
+  EXPECT_LT(spy.bytes_in_use(), before + (std::size_t{64} << 10));
+}
+
+TEST(ThreadCached, RejectsAlignmentsAbovePageSizeAndSizesThatOverflow) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  EXPECT_THROW((void)r.allocate(64, 2 * memkit::page_size), memkit::bad_alignment);
+  EXPECT_EQ(r.try_allocate(64, 3), nullptr);
+  EXPECT_THROW((void)r.allocate(SIZE_MAX, 8), memkit::bad_size);
+  EXPECT_THROW((void)r.allocate(r.max_size() + 1, 4096), memkit::bad_size);
+}
+
+TEST(ThreadCached, ReportsExhaustionAndRecoversWhenTheUpstreamHasMemoryAgain) {
+  locked_spy spy(1 << 20);
+  any_size r{spy_ref(spy)};
+  std::vector<void*> blocks;
+  try {
+    for (;;) {
+      blocks.push_back(r.allocate(256));
+    }
+  } catch (const memkit::out_of_memory& e) {
+    EXPECT_STREQ(e.resource(), "memkit::thread_cached");
+    EXPECT_EQ(e.size(), 256u);
+  }
+  EXPECT_GT(blocks.size(), 1000u) << "the budget holds about 15 chunks";
+  EXPECT_EQ(r.try_allocate(256), nullptr);
+  for (void* p : blocks) {
+    r.deallocate(p, 256);
+  }
+  void* again = r.allocate(256);
+  EXPECT_NE(again, nullptr);
+  r.deallocate(again, 256);
+}
+
+TEST(ThreadCached, ReportsForeignPointersDoubleFreesAndMismatchedSizes) {
+  if constexpr (!memkit::deallocate_checks) {
+    GTEST_SKIP() << "the checks run at MEMKIT_DEBUG >= 1";
+  }
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  memkit::test::misuse_recorder recorder;
+  int local = 0;
+  r.deallocate(&local, sizeof local);
+  r.deallocate(&local);
+  EXPECT_EQ(recorder.count(memkit::misuse::foreign_pointer), 2u);
+
+  auto* p = static_cast<char*>(r.allocate(48));
+  void* keep = r.allocate(48);
+  r.deallocate(p + 16, 48);
+  EXPECT_EQ(recorder.count(memkit::misuse::foreign_pointer), 3u) << "not at a block's start";
+  r.deallocate(p, 4000);
+  EXPECT_EQ(recorder.count(memkit::misuse::size_mismatch), 1u);
+  r.deallocate(p, 48, 3);
+  EXPECT_EQ(recorder.count(memkit::misuse::alignment_mismatch), 1u);
+  r.deallocate(p, 48);
+  r.deallocate(p, 48);
+  EXPECT_EQ(recorder.count(memkit::misuse::double_free), 1u);
+
+  void* big = r.allocate(100000);
+  r.deallocate(big, 99999);
+  EXPECT_EQ(recorder.count(memkit::misuse::size_mismatch), 2u);
+  r.deallocate(big, 100000);
+  r.deallocate(big, 100000);
+  EXPECT_EQ(recorder.count(memkit::misuse::foreign_pointer), 4u) << "a large block freed twice";
+  r.deallocate(keep);
+  EXPECT_EQ(recorder.reports().size(), 8u) << "correct calls report nothing";
+}
+
+TEST(ThreadCached, ReportsADoubleFreeOfABlockWaitingToGoBackToItsOwner) {
+  if constexpr (!memkit::deallocate_checks) {
+    GTEST_SKIP() << "the checks run at MEMKIT_DEBUG >= 1";
+  }
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  void* p = nullptr;
+  std::thread([&] { p = r.allocate(32); }).join();
+  memkit::test::misuse_recorder recorder;
+  r.deallocate(p, 32);
+  r.deallocate(p, 32);
+  EXPECT_EQ(recorder.count(memkit::misuse::double_free), 1u);
+}
+
+TEST(ThreadCached, OwnsIsExactInConstantTime) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  int local = 0;
+  EXPECT_FALSE(r.owns(&local));
+  EXPECT_FALSE(r.owns(nullptr));
+  void* p = r.allocate(16);
+  EXPECT_TRUE(r.owns(p));
+  auto other = std::make_unique<any_size>(spy_ref(spy));
+  EXPECT_FALSE(other->owns(p));
+  r.deallocate(p, 16);
+  r.release();
+  EXPECT_FALSE(r.owns(p));
+}
+
+TEST(ThreadCached, ReleaseReturnsEveryByteEvenWithBlocksLiveOnExitedThreads) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  for (int t = 0; t < 4; ++t) {
+    std::thread([&] {
+      for (int i = 0; i < 1000; ++i) {
+        (void)r.allocate(16 + static_cast<std::size_t>(i % 500), 16);
+      }
+      (void)r.allocate(300000);
+    }).join();
+  }
+  EXPECT_GT(spy.blocks_in_use(), 4u);
+  r.release();
+  expect_everything_returned(spy);
+  void* p = r.allocate(64); // usable again, with a fresh heap for this thread
+  r.deallocate(p, 64);
+}
+
+TEST(ThreadCached, StatisticsCountEveryCallOfEveryThread) {
+  if constexpr (!memkit::statistics_enabled) {
+    GTEST_SKIP() << "MEMKIT_STATISTICS is 0";
+  }
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  void* a = r.allocate(100);
+  void* b = nullptr;
+  std::thread([&] {
+    b = r.allocate(200);
+    r.deallocate(a, 100);
+  }).join();
+  memkit::statistics s = r.stats();
+  EXPECT_EQ(s.allocations, 2u);
+  EXPECT_EQ(s.deallocations, 1u);
+  EXPECT_EQ(s.bytes_in_use, 200u);
+  EXPECT_EQ(s.blocks_in_use, 1u);
+  EXPECT_EQ(s.upstream_bytes_in_use, spy.bytes_in_use());
+  r.deallocate(b, 200);
+  EXPECT_EQ(r.try_allocate(1, 8192), nullptr);
+  s = r.stats();
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  EXPECT_EQ(s.failures, 1u);
+  EXPECT_EQ(s.peak_blocks_in_use, 1u) << "peaks are sampled when stats() is read";
+}
+
+TEST(ThreadCached, InstancesAreKeyedSoADestroyedOnesThreadStateIsNeverUsed) {
+  locked_spy spy;
+  std::mutex m;
+  std::condition_variable cv;
+  int phase = 0;
+  auto first = std::make_unique<any_size>(spy_ref(spy));
+  std::unique_ptr<any_size> second;
+  auto wait_for = [&](int p) {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return phase >= p; });
+  };
+  auto advance = [&] {
+    const std::lock_guard<std::mutex> lock(m);
+    ++phase;
+    cv.notify_all();
+  };
+  // A thread that outlives the first instance, and then uses the second, which may take over the
+  // first one's registry slot: its old binding must be seen as stale, not followed.
+  std::thread user([&] {
+    void* p = first->allocate(64);
+    first->deallocate(p, 64);
+    advance(); // 1
+    wait_for(2);
+    for (int i = 0; i < 100; ++i) {
+      void* q = second->allocate(64);
+      second->deallocate(q, 64);
+    }
+    advance(); // 3
+  });
+  wait_for(1);
+  first.reset();
+  EXPECT_EQ(spy.blocks_in_use(), 0u);
+  second = std::make_unique<any_size>(spy_ref(spy));
+  advance(); // 2
+  wait_for(3);
+  EXPECT_EQ(second->heap_count(), 1u);
+  user.join();
+  second.reset();
+  expect_everything_returned(spy);
+}
+
+TEST(ThreadCached, MoreInstancesThanRegistrySlotsShareALockedHeap) {
+  locked_spy spy;
+  {
+    std::vector<std::unique_ptr<any_size>> many;
+    for (std::size_t i = 0; i < memkit::detail::thread_registry::capacity + 3; ++i) {
+      many.push_back(std::make_unique<any_size>(spy_ref(spy)));
+    }
+    for (auto& r : many) {
+      std::vector<void*> blocks;
+      for (int i = 0; i < 100; ++i) {
+        blocks.push_back(r->allocate(40));
+      }
+      std::thread([&] {
+        for (void* p : blocks) {
+          r->deallocate(p, 40);
+        }
+      }).join();
+    }
+    if constexpr (memkit::statistics_enabled) {
+      EXPECT_GT(many.back()->stats().fallbacks, 0u);
+      EXPECT_EQ(many.back()->stats().blocks_in_use, 0u);
+    }
+    EXPECT_EQ(many.back()->heap_count(), 0u);
+  }
+  expect_everything_returned(spy);
+}
+
+TEST(ThreadCached, ThreadExitReturnsTheCacheToTheDepot) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  std::thread([&] {
+    std::vector<void*> blocks;
+    for (int i = 0; i < 20000; ++i) {
+      blocks.push_back(r.allocate(64));
+    }
+    for (void* p : blocks) {
+      r.deallocate(p, 64);
+    }
+  }).join();
+  const std::size_t obtained = spy.allocations();
+  std::vector<void*> blocks;
+  for (int i = 0; i < 20000; ++i) {
+    blocks.push_back(r.allocate(32));
+  }
+  EXPECT_EQ(spy.allocations(), obtained) << "this thread adopts the exited thread's heap and "
+                                            "takes every chunk from the depot";
+  for (void* p : blocks) {
+    r.deallocate(p, 32);
+  }
+}
+
+TEST(ThreadCached, BlocksFreedAfterTheirOwnerExitedAreReused) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  r.deallocate(r.allocate(64), 64); // this thread has its own heap
+  std::vector<void*> blocks(20000);
+  std::thread([&] {
+    for (void*& p : blocks) {
+      p = r.allocate(64);
+    }
+  }).join();
+  for (void* p : blocks) {
+    r.deallocate(p, 64); // to the exited thread's heap, in batches
+  }
+  const std::size_t obtained = spy.allocations();
+  std::thread([&] { // adopts the exited thread's heap
+    for (void*& p : blocks) {
+      p = r.allocate(64);
+    }
+    for (void* p : blocks) {
+      r.deallocate(p, 64);
+    }
+  })
+      .join();
+  std::vector<void*> more(20000);
+  for (void*& p : more) {
+    p = r.allocate(48); // the main thread's heap takes the chunks from the depot
+  }
+  EXPECT_EQ(spy.allocations(), obtained);
+  EXPECT_EQ(r.heap_count(), 2u);
+  for (void* p : more) {
+    r.deallocate(p, 48);
+  }
+}
+
+TEST(ThreadCached, TwoThreadsNeverGetBlocksOnOneCacheLine) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  std::vector<void*> blocks[2];
+  std::atomic<int> ready{0};
+  std::atomic<int> done{0};
+  // Both threads live until both are done: a thread that exited early would leave its heap, and
+  // its chunks' free blocks, to the other.
+  auto run = [&](int t) {
+    ready.fetch_add(1);
+    while (ready.load() < 2) {
+      std::this_thread::yield();
+    }
+    for (int i = 0; i < 5000; ++i) {
+      blocks[t].push_back(r.allocate(16));
+      if (i % 3 == 0) {
+        r.deallocate(blocks[t].back(), 16);
+        blocks[t].pop_back();
+      }
+    }
+    done.fetch_add(1);
+    while (done.load() < 2) {
+      std::this_thread::yield();
+    }
+  };
+  std::thread a(run, 0);
+  std::thread b(run, 1);
+  a.join();
+  b.join();
+  std::set<std::uintptr_t> lines;
+  for (void* p : blocks[0]) {
+    lines.insert(memkit::detail::address(p) / memkit::cache_line_size);
+  }
+  for (void* p : blocks[1]) {
+    EXPECT_EQ(lines.count(memkit::detail::address(p) / memkit::cache_line_size), 0u);
+  }
+  for (auto& v : blocks) {
+    for (void* p : v) {
+      r.deallocate(p, 16);
+    }
+  }
+}
+
+TEST(ThreadCached, StressWithMixedSizesAndRemoteFreesKeepsEveryStamp) {
+  locked_spy spy;
+  {
+    any_size r{spy_ref(spy)};
+    memkit::test::stress_options o;
+    o.threads = 4;
+    o.operations = 40'000 / scale;
+    o.min_size = 16;
+    o.max_size = 512;
+    o.remote_percent = 40;
+    const auto res = memkit::test::run_stress(r, o);
+    EXPECT_EQ(res.corrupted, 0u) << "seed " << o.seed << ": "
+                                 << (res.errors.empty() ? "" : res.errors.front());
+    EXPECT_EQ(res.misaligned, 0u);
+    EXPECT_EQ(res.failed_allocations, 0u);
+    EXPECT_GT(res.remote_frees, res.allocations / 5);
+    EXPECT_EQ(res.allocations, res.local_frees + res.remote_frees) << "every block freed once";
+    EXPECT_LE(r.heap_count(), 5u);
+    if constexpr (memkit::statistics_enabled) {
+      EXPECT_EQ(r.stats().blocks_in_use, 0u);
+    }
+  }
+  expect_everything_returned(spy);
+}
+
+TEST(ThreadCachedPool, StressWithRemoteFreesKeepsEveryStamp) {
+  locked_spy spy;
+  {
+    fixed_size r(48, 16, spy_ref(spy));
+    memkit::test::stress_options o;
+    o.threads = 4;
+    o.operations = 40'000 / scale;
+    o.min_size = o.max_size = 48;
+    o.remote_percent = 50;
+    o.seed = 20261125;
+    const auto res = memkit::test::run_stress(r, o);
+    EXPECT_EQ(res.corrupted, 0u) << "seed " << o.seed;
+    EXPECT_EQ(res.misaligned, 0u);
+    EXPECT_EQ(res.failed_allocations, 0u);
+    EXPECT_EQ(res.allocations, res.local_frees + res.remote_frees);
+  }
+  expect_everything_returned(spy);
+}
+
+// A bounded queue of blocks between one producer and one consumer.
+class block_queue {
+public:
+  explicit block_queue(std::size_t capacity) : capacity_(capacity) {}
+  void push(void* p) {
+    std::unique_lock<std::mutex> lock(m_);
+    not_full_.wait(lock, [&] { return q_.size() < capacity_; });
+    q_.push_back(p);
+    not_empty_.notify_one();
+  }
+  void* pop() {
+    std::unique_lock<std::mutex> lock(m_);
+    not_empty_.wait(lock, [&] { return !q_.empty(); });
+    void* p = q_.front();
+    q_.pop_front();
+    not_full_.notify_one();
+    return p;
+  }
+
+private:
+  std::mutex m_;
+  std::condition_variable not_full_;
+  std::condition_variable not_empty_;
+  std::deque<void*> q_;
+  std::size_t capacity_;
+};
+
+TEST(ThreadCached, ProducerConsumerMemoryStaysBounded) {
+  locked_spy spy;
+  {
+    any_size r{spy_ref(spy)};
+    constexpr std::size_t pairs = 2;
+    constexpr std::size_t queue_capacity = 1024;
+    const std::size_t blocks = 200'000 / scale;
+    std::vector<std::unique_ptr<block_queue>> queues;
+    for (std::size_t i = 0; i < pairs; ++i) {
+      queues.push_back(std::make_unique<block_queue>(queue_capacity));
+    }
+    std::vector<std::thread> threads;
+    std::atomic<std::size_t> bad{0};
+    for (std::size_t i = 0; i < pairs; ++i) {
+      threads.emplace_back([&, i] {
+        for (std::size_t k = 0; k < blocks; ++k) {
+          const std::size_t n = 16 + (k * 37 + i) % 497;
+          auto* p = static_cast<unsigned char*>(r.allocate(n));
+          p[0] = static_cast<unsigned char>(n);
+          p[n - 1] = static_cast<unsigned char>(k);
+          queues[i]->push(p);
+        }
+        queues[i]->push(nullptr);
+      });
+      threads.emplace_back([&, i] {
+        std::size_t k = 0;
+        while (auto* p = static_cast<unsigned char*>(queues[i]->pop())) {
+          const std::size_t n = 16 + (k * 37 + i) % 497;
+          if (p[0] != static_cast<unsigned char>(n) || p[n - 1] != static_cast<unsigned char>(k)) {
+            bad.fetch_add(1);
+          }
+          r.deallocate(p, n);
+          ++k;
+        }
+      });
+    }
+    for (auto& t : threads) {
+      t.join();
+    }
+    EXPECT_EQ(bad.load(), 0u);
+    // In flight at once per pair: the queue, the consumer's unposted batches (8 slots of 64) and
+    // what the producer has not yet taken back; each heap may also keep 4 spare chunks and one
+    // current chunk per class. 4 MiB is 64 chunks: about a fifth of one pair's 100 MB of traffic
+    // would already exceed it if freed blocks were not reused.
+    EXPECT_LT(spy.peak_bytes(), std::size_t{4} << 20)
+        << "peak upstream bytes " << spy.peak_bytes() << " for " << pairs * blocks << " blocks";
+  }
+  expect_everything_returned(spy);
+}
+
+TEST(ThreadCached, ThreadChurnReusesHeapsAndLeaksNothing) {
+  locked_spy spy;
+  {
+    any_size r{spy_ref(spy)};
+    constexpr std::size_t wave = 4;
+    const std::size_t threads = 10'000 / scale;
+    std::mutex m;
+    std::vector<std::pair<void*, std::size_t>> handed; // freed later by the main thread
+    for (std::size_t done = 0; done < threads; done += wave) {
+      std::vector<std::thread> ts;
+      for (std::size_t t = 0; t < wave; ++t) {
+        ts.emplace_back([&, t] {
+          void* local[8];
+          for (std::size_t i = 0; i < 8; ++i) {
+            local[i] = r.allocate(16 + 40 * (i + t));
+          }
+          for (std::size_t i = 0; i < 8; i += 2) {
+            r.deallocate(local[i], 16 + 40 * (i + t));
+          }
+          const std::lock_guard<std::mutex> lock(m);
+          for (std::size_t i = 1; i < 8; i += 2) {
+            handed.emplace_back(local[i], 16 + 40 * (i + t));
+          }
+        });
+      }
+      for (auto& t : ts) {
+        t.join();
+      }
+      for (auto& [p, n] : handed) {
+        r.deallocate(p, n);
+      }
+      handed.clear();
+    }
+    EXPECT_LE(r.heap_count(), wave + 2) << "heaps of exited threads must be adopted";
+    EXPECT_LT(spy.peak_bytes(), std::size_t{8} << 20);
+  }
+  expect_everything_returned(spy);
+}
+
+TEST(ThreadCached, ExhaustionUnderContentionGivesNullNeverCorruption) {
+  locked_spy spy(std::size_t{2} << 20);
+  {
+    any_size r{spy_ref(spy)};
+    memkit::test::stress_options o;
+    o.threads = 4;
+    o.operations = 20'000 / scale;
+    o.max_live = 2000;
+    o.min_size = 64;
+    o.max_size = 2048;
+    o.remote_percent = 30;
+    const auto res = memkit::test::run_stress(r, o);
+    EXPECT_GT(res.failed_allocations, 0u) << "the budget must run dry";
+    EXPECT_EQ(res.corrupted, 0u) << "seed " << o.seed;
+    EXPECT_EQ(res.allocations, res.local_frees + res.remote_frees);
+    EXPECT_LE(spy.peak_bytes(), std::size_t{2} << 20);
+  }
+  expect_everything_returned(spy);
+}
+
+TEST(ThreadCachedPool, ServesOneBlockSizeAndRejectsWhatDoesNotFit) {
+  locked_spy spy;
+  {
+    fixed_size r(40, 8, spy_ref(spy));
+    EXPECT_EQ(r.block_size(), 48u);
+    EXPECT_EQ(r.max_alignment(), 16u);
+    void* p = r.allocate(48, 16);
+    EXPECT_TRUE(memkit::detail::is_aligned(p, 16));
+    EXPECT_TRUE(r.owns(p));
+    EXPECT_EQ(r.usable_size(p), 48u);
+    EXPECT_THROW((void)r.allocate(49), memkit::bad_size);
+    EXPECT_THROW((void)r.allocate(8, 32), memkit::bad_alignment);
+    r.deallocate(p);
+    fixed_size paged(100, 4096, spy_ref(spy));
+    void* q = paged.allocate(100, 4096);
+    EXPECT_TRUE(memkit::detail::is_aligned(q, 4096));
+    paged.deallocate(q, 100, 4096);
+  }
+  EXPECT_THROW(fixed_size(16, 8192, spy_ref(spy)), memkit::bad_alignment);
+  EXPECT_THROW(fixed_size(16, 24, spy_ref(spy)), memkit::bad_alignment);
+  EXPECT_THROW(fixed_size(9000, 8, spy_ref(spy)), memkit::bad_size);
+  expect_everything_returned(spy);
+}
+
+TEST(ThreadCachedPool, ReportsMisuse) {
+  if constexpr (!memkit::deallocate_checks) {
+    GTEST_SKIP() << "the checks run at MEMKIT_DEBUG >= 1";
+  }
+  locked_spy spy;
+  fixed_size r(32, 16, spy_ref(spy));
+  memkit::test::misuse_recorder recorder;
+  void* p = r.allocate(32);
+  r.deallocate(p, 33);
+  r.deallocate(p, 32, 64);
+  int local = 0;
+  r.deallocate(&local, 4);
+  r.deallocate(p, 32);
+  r.deallocate(p, 32);
+  EXPECT_EQ(recorder.count(memkit::misuse::size_mismatch), 1u);
+  EXPECT_EQ(recorder.count(memkit::misuse::alignment_mismatch), 1u);
+  EXPECT_EQ(recorder.count(memkit::misuse::foreign_pointer), 1u);
+  EXPECT_EQ(recorder.count(memkit::misuse::double_free), 1u);
+}
+
+} // namespace
