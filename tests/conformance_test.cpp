@@ -107,6 +107,12 @@ struct huge_page_case : case_traits<memkit::huge_page_resource, 64 * 1024, false
   static auto make(spy_resource&) { return std::make_unique<holder>(); }
 };
 
+// Keeps returned regions: the suite's blocks come back from it as well as from the kernel.
+struct huge_page_cache_case : case_traits<memkit::huge_page_cache, 64 * 1024, false, false> {
+  static constexpr const char* label = "HugePageCache";
+  static auto make(spy_resource&) { return std::make_unique<holder>(); }
+};
+
 template <class Case>
 class Conformance : public ::testing::Test {
 protected:
@@ -154,7 +160,7 @@ protected:
 
 using cases = ::testing::Types<fixed_pool_case, pool_case, array_pool_case, arena_case, stack_case,
                                multipool_case, static_multipool_case, fallback_case, aligned_case,
-                               huge_page_case>;
+                               huge_page_case, huge_page_cache_case>;
 struct case_names {
   template <class Case>
   static std::string GetName(int) {
