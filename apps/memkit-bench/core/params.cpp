@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/fields.hpp"
+
 namespace memkit::bench {
 namespace {
 
@@ -70,21 +72,7 @@ void describe(CLI::App& app, params& p) {
 
 } // namespace
 
-void to_json(nlohmann::json& j, const params& p) {
-  j = nlohmann::json::object();
-#define MEMKIT_BENCH_PARAMS_TO_JSON(name) j[#name] = p.name;
-  MEMKIT_BENCH_PARAMS_FIELDS(MEMKIT_BENCH_PARAMS_TO_JSON)
-#undef MEMKIT_BENCH_PARAMS_TO_JSON
-}
-
-void from_json(const nlohmann::json& j, params& p) {
-#define MEMKIT_BENCH_PARAMS_FROM_JSON(name)                                                        \
-  if (const auto it = j.find(#name); it != j.end()) {                                              \
-    it->get_to(p.name);                                                                            \
-  }
-  MEMKIT_BENCH_PARAMS_FIELDS(MEMKIT_BENCH_PARAMS_FROM_JSON)
-#undef MEMKIT_BENCH_PARAMS_FROM_JSON
-}
+MEMKIT_BENCH_DEFINE_JSON(params, MEMKIT_BENCH_PARAMS_FIELDS)
 
 void add_options(CLI::App& app, params& p) {
 #define MEMKIT_BENCH_PARAMS_OPTION(name)                                                           \

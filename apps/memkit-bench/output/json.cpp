@@ -3,23 +3,11 @@
 
 #include "output/json.hpp"
 
+#include "core/fields.hpp"
+
 namespace memkit::bench {
 
-void to_json(nlohmann::json& j, const result& r) {
-  j = nlohmann::json::object();
-#define MEMKIT_BENCH_RESULT_TO_JSON(name) j[#name] = r.name;
-  MEMKIT_BENCH_RESULT_FIELDS(MEMKIT_BENCH_RESULT_TO_JSON)
-#undef MEMKIT_BENCH_RESULT_TO_JSON
-}
-
-void from_json(const nlohmann::json& j, result& r) {
-#define MEMKIT_BENCH_RESULT_FROM_JSON(name)                                                        \
-  if (const auto it = j.find(#name); it != j.end()) {                                              \
-    it->get_to(r.name);                                                                            \
-  }
-  MEMKIT_BENCH_RESULT_FIELDS(MEMKIT_BENCH_RESULT_FROM_JSON)
-#undef MEMKIT_BENCH_RESULT_FROM_JSON
-}
+MEMKIT_BENCH_DEFINE_JSON(result, MEMKIT_BENCH_RESULT_FIELDS)
 
 nlohmann::json to_json(const std::vector<result>& rows, const run_info& info,
                        const std::vector<target_check>& targets) {

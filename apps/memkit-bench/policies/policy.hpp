@@ -1,5 +1,12 @@
 // apps/memkit-bench/policies/policy.hpp: what a policy is, the hint it is built from, and the
-// baseline policy every other is compared with (std). Glossary: docs/BENCHMARKS.md.
+// baseline policy every other is compared with (std).
+//
+// The words, as docs/BENCHMARKS.md defines them for this app and bench/ alike: a *policy* is a
+// class that adapts one allocator to the workloads; a *variant* is the name its rows carry
+// ("memkit-arena"; a global replacement is a variant that runs std_policy under LD_PRELOAD); a
+// *workload* is a program fragment with its inputs and a result hash every variant must
+// reproduce (workloads/); a *pattern* is a sequence of allocator calls, such as the free orders of
+// core/random.hpp that the pairs workloads and bench/'s AllocFree benchmarks share.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
-// apps/memkit-bench/replacement.cpp: re-executing memkit-bench under a preloaded malloc and
-// proving, from inside the child, that the preloaded library really serves allocation. Seed 003
-// warns that a replacement that did not intercept "will perform like glibc malloc": here such a
-// variant is an error, never a row.
+// apps/memkit-bench/replacement/replacement.cpp: re-executing memkit-bench under a preloaded malloc
+// and proving, from inside the child, that the preloaded library really serves allocation. A
+// replacement that did not intercept "will perform like glibc malloc", as the service workload's
+// source warns (docs/background.md): here such a variant is an error, never a row.
 
 #include "replacement.hpp"
 

@@ -1,5 +1,6 @@
-// apps/memkit-bench/replacement.hpp: mimalloc, jemalloc and tcmalloc as global malloc/operator new
-// replacements, each run in a child process under LD_PRELOAD and checked to have really taken over.
+// apps/memkit-bench/replacement/replacement.hpp: mimalloc, jemalloc and tcmalloc as global
+// malloc/operator new replacements, each run in a child process under LD_PRELOAD and checked to
+// have really taken over.
 #pragma once
 
 #include <string>
