@@ -1,6 +1,6 @@
 // apps/memkit-bench/workloads/false_sharing.cpp: the false-sharing benchmark
-// (docs/background.md#false-sharing): threads each incrementing their own counter, the counters
-// allocated one after another, so where they land is the allocator's choice.
+// (docs/background.md#false-sharing): threads each incrementing their own counter, placed as real
+// code places them (adjacent in one array, or packed by a pool) or on cache lines of their own.
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <memkit/config.hpp>
@@ -57,35 +58,67 @@ std::string placement(const std::vector<counter*>& counters) {
 
 } // namespace
 
+/// Allocates and frees the workers' counters where `Policy` puts them. std's row places them as
+/// real code does with the standard allocator: one array of counters, adjacent (a
+/// `std::vector<std::atomic<std::uint64_t>>`), on one cache line for up to eight threads; the
+/// preloaded allocators run this row too. Every other policy gets one allocation per counter, made
+/// one after another: the only placement an allocator decides. A pool packs them at its block
+/// stride, memkit::aligned gives each its own line.
+template <class Policy>
+class counters_of {
+public:
+  counters_of(Policy& policy, unsigned n) : policy_(policy) {
+    if constexpr (one_array) {
+      void* block = policy.allocate(n * sizeof(counter), alignof(counter));
+      for (unsigned i = 0; i < n; ++i) {
+        all_.push_back(new (static_cast<counter*>(block) + i) counter(0));
+      }
+    } else {
+      for (unsigned i = 0; i < n; ++i) {
+        all_.push_back(new (policy.allocate(sizeof(counter), alignof(counter))) counter(0));
+      }
+    }
+  }
+  counters_of(const counters_of&) = delete;
+  counters_of& operator=(const counters_of&) = delete;
+  ~counters_of() {
+    for (counter* c : all_) {
+      c->~counter();
+      if constexpr (!one_array) {
+        policy_.deallocate(c, sizeof(counter), alignof(counter));
+      }
+    }
+    if constexpr (one_array) {
+      policy_.deallocate(all_.front(), all_.size() * sizeof(counter), alignof(counter));
+    }
+  }
+  const std::vector<counter*>& all() const noexcept { return all_; }
+
+private:
+  static constexpr bool one_array = std::is_same_v<Policy, std_policy>;
+  Policy& policy_;
+  std::vector<counter*> all_;
+};
+
 void add_false_sharing(registry& r, const params& p) {
-  // Each counter is its own allocation, made one after another by the thread that starts the
-  // workers (as code that news up one statistics object per worker does): the only placement an
-  // allocator decides. Counters that are elements of one array share lines whatever the
-  // allocator, since it aligns only the array's start. A pool packs the counters at its block
-  // stride (the placement that shares); memkit::aligned gives each its own line (the fix); glibc
-  // and the preloaded allocators put them wherever their size class and free lists say, and the
-  // note tells where that was.
   const unsigned threads = p.sharing_threads;
   const std::size_t increments = p.scaled(2'000'000);
   const workload& sharing = r.add_workload(
       {"false-sharing", "increments", static_cast<double>(threads * increments), 10,
        "the false-sharing benchmark: " + std::to_string(threads) + " threads, " +
            std::to_string(increments) +
-           " atomic increments each on counters allocated one after another; the note says "
-           "whether two landed on one cache line"});
+           " atomic increments each on its own counter; std's counters are one array, the other "
+           "variants allocate each; the note says whether two landed on one cache line"});
   r.add<std_policy, packed_pool_policy, aligned_policy>(
       sharing, hint{sizeof(counter), threads},
       [threads, increments](auto& policy, std::string& note) {
-        std::vector<counter*> counters;
-        for (unsigned t = 0; t < threads; ++t) {
-          counters.push_back(new (policy.allocate(sizeof(counter), alignof(counter))) counter(0));
-        }
+        const counters_of<std::remove_reference_t<decltype(policy)>> counters(policy, threads);
         // The workers start together: a worker that ran alone before the others started would
         // share its line with nobody.
         std::atomic<unsigned> ready{0};
         std::vector<std::thread> workers;
-        for (unsigned t = 0; t < threads; ++t) {
-          workers.emplace_back([c = counters[t], increments, threads, &ready] {
+        for (counter* c : counters.all()) {
+          workers.emplace_back([c, increments, threads, &ready] {
             ready.fetch_add(1);
             while (ready.load() != threads) {
               std::this_thread::yield();
@@ -99,14 +132,10 @@ void add_false_sharing(registry& r, const params& p) {
           w.join();
         }
         std::uint64_t total = 0;
-        for (counter* c : counters) {
+        for (const counter* c : counters.all()) {
           total += c->load();
         }
-        note = placement(counters);
-        for (counter* c : counters) {
-          c->~counter();
-          policy.deallocate(c, sizeof(counter), alignof(counter));
-        }
+        note = placement(counters.all());
         return total;
       });
 }
