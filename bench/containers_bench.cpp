@@ -1,7 +1,7 @@
 // bench/containers_bench.cpp: standard containers on memkit allocators against the allocators a
-// user would pick instead: List1M (the million-node list benchmark), MapInsertErase (the container
-// benchmark; MapTryEmplaceErase, the same with the algorithm libstdc++ gives std::allocator;
-// MapInsertEraseHinted, the same nodes without the tree searches), List/N and
+// user would pick instead: List1M (a million ints in a list), MapInsertErase (the three-run
+// container benchmark; MapTryEmplaceErase, the same with the algorithm libstdc++ gives
+// std::allocator; MapInsertEraseHinted, the same nodes without the tree searches), List/N and
 // ForwardList/N (the node-list benchmark); docs/background.md has each source. mimalloc is not
 // linked into this binary, so its figure is not measured here.
 
@@ -30,10 +30,10 @@ namespace {
 
 // ---- the patterns' sizes -------------------------------------------------------------------
 
-/// The million-node list benchmark: one million ints pushed into a std::list.
+/// A million ints in a list: one million ints pushed into a std::list.
 constexpr std::size_t list_1m = 1'000'000;
-/// The container benchmark: 10,000 inserts then 10,000 erases in a std::map, 100 times per
-/// iteration.
+/// The three-run container benchmark: 10,000 inserts then 10,000 erases in a std::map, 100 times
+/// per iteration.
 constexpr std::size_t map_elements = 10'000;
 constexpr int map_rounds = 100;
 
@@ -190,7 +190,7 @@ void report(benchmark::State& state, std::size_t items, std::ptrdiff_t heap_grow
 
 // ---- the patterns --------------------------------------------------------------------------
 
-/// The million-node list benchmark: push 1,000,000 ints into a std::list, sum them, destroy the
+/// A million ints in a list: push 1,000,000 ints into a std::list, sum them, destroy the
 /// list.
 template <class Policy>
 void list_1m_bench(benchmark::State& state) {
@@ -224,10 +224,10 @@ void list_1m_bench(benchmark::State& state) {
 /// How map_insert_erase_bench inserts (each erases the way it inserted: by key, or from the
 /// front).
 enum class map_insert {
-  /// `emplace(k, v)`, as the container benchmark writes it. libstdc++ 12 runs a different
-  /// algorithm for it on std::allocator alone (stl_map.h: a branchy lower_bound, then an insert at
-  /// that hint) than on any other allocator (allocate the node, then a descent GCC compiles with
-  /// cmov): docs/BENCHMARKS.md, containers-map.
+  /// `emplace(k, v)`, as the three-run container benchmark writes it. libstdc++ 12 runs a
+  /// different algorithm for it on std::allocator alone (stl_map.h: a branchy lower_bound, then an
+  /// insert at that hint) than on any other allocator (allocate the node, then a descent GCC
+  /// compiles with cmov): docs/BENCHMARKS.md, containers-map.
   emplace,
   /// `try_emplace(k, v)`: the lower_bound-then-hint algorithm for every allocator, so the variants
   /// differ only in their allocator.
@@ -239,9 +239,9 @@ enum class map_insert {
   hinted,
 };
 
-/// The container benchmark: 10,000 inserts then 10,000 erases in one std::map, 100 times, keys in
-/// ascending order as its loops use them. By key, the searches dominate: glibc's malloc and free
-/// take about a fifth of the Std time under perf.
+/// The three-run container benchmark: 10,000 inserts then 10,000 erases in one std::map, 100 times,
+/// keys in ascending order as its loops use them. By key, the searches dominate: glibc's malloc and
+/// free take about a fifth of the Std time under perf.
 template <class Policy, map_insert Insert>
 void map_insert_erase_bench(benchmark::State& state) {
   const std::size_t heap_before = heap_in_use();

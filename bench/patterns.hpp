@@ -34,9 +34,9 @@
 
 namespace memkit::bench {
 
-/// The request every pattern makes: a small node, as in a list or tree (the list, container and
-/// node-list benchmarks of docs/background.md), with the alignment malloc and std::pmr give by
-/// default.
+/// The request every pattern makes: a small node, as in a list or tree (docs/background.md's list
+/// of a million ints, three-run container benchmark and node-list benchmark), with the alignment
+/// malloc and std::pmr give by default.
 inline constexpr std::size_t block_size = 32;
 inline constexpr std::size_t block_alignment = alignof(std::max_align_t);
 

@@ -35,8 +35,9 @@ int main() {
     morning.push_back({i, 1.0});
     evening.push_back({i, 2.0});
   }
-  // Seed 000's incident: with a stateful allocator claiming is_always_equal, this assignment kept
-  // the morning pool and later freed evening nodes into it. memkit::allocator propagates.
+  // With a stateful allocator claiming is_always_equal, this assignment would keep the morning
+  // pool and later free evening nodes into it (docs/background.md#stateful-always-equal).
+  // memkit::allocator propagates.
   morning = std::move(evening);
   const bool took_pool = &morning.get_allocator().resource() == &evening_pool;
   const bool morning_pool_empty = morning_pool.nodes_in_use() == 0;

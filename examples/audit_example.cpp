@@ -1,5 +1,6 @@
 // Auditing allocators before handing them to containers: memkit's own pass in a static_assert,
-// and a hand-written pool allocator in the shape of seed 000's incident is reported, flaw by flaw.
+// and a hand-written stateful pool allocator that claims is_always_equal and does not propagate
+// on move assignment (docs/background.md#stateful-always-equal) is reported, flaw by flaw.
 #include <cstddef>
 #include <cstdio>
 #include <memkit/allocator.hpp>

@@ -1,6 +1,7 @@
-// Seed 003's request-scoped JSON-like tree on std::pmr, served by a memkit arena through the pmr
-// bridge. The node is allocator-aware the complete way: allocator-extended default, copy and move
-// constructors, so std::pmr::vectors of nodes can grow and keep every string in the arena.
+// A request-scoped JSON-like tree (docs/background.md#json-tree) on std::pmr, served by a memkit
+// arena through the pmr bridge. The node is allocator-aware the complete way: allocator-extended
+// default, copy and move constructors, so std::pmr::vectors of nodes can grow and keep every
+// string in the arena.
 #include <cstddef>
 #include <cstdio>
 #include <memkit/arena.hpp>
@@ -37,7 +38,8 @@ void build(node& n, int depth, unsigned& seed) {
   n.label.assign(12 + seed % 17, static_cast<char>('a' + seed % 26));
   n.values.assign(seed % 9, static_cast<int>(seed % 1000));
   for (unsigned i = 0; depth < 5 && i < 4 - static_cast<unsigned>(depth) % 4; ++i) {
-    build(n.children.emplace_back(), depth + 1, seed); // no resource argument: seed 003 mistake #1
+    // No resource argument: the vector passes its own (docs/background.md#pmr-emplace-resource).
+    build(n.children.emplace_back(), depth + 1, seed);
   }
 }
 

@@ -1,6 +1,6 @@
 // Game entities with unique ownership, allocated from a node_pool: allocate_unique pairs
 // construction with allocation and destruction with deallocation, so no entity leaks its
-// resources or goes back to the pool undestroyed (seed 000's "forgot the destructor" mistake).
+// resources or goes back to the pool undestroyed (docs/background.md#destroy-then-deallocate).
 #include <cstdio>
 #include <memkit/node_pool.hpp>
 #include <memkit/unique.hpp>

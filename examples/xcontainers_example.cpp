@@ -1,6 +1,7 @@
-// Seed 002's embedded-logger word count with x-containers: every string, stream buffer, map node
-// and list node comes from one process-wide multipool (static_allocator), never straight from the
-// general-purpose heap, and the types are plain std containers.
+// An embedded logger's word count with x-containers (docs/background.md#x-containers): every
+// string, stream buffer, map node and list node comes from one process-wide multipool
+// (static_allocator), never straight from the general-purpose heap, and the types are plain std
+// containers.
 #include <cstdio>
 #include <memkit/xcontainers.hpp>
 

@@ -6,12 +6,8 @@
 # Extra arguments go to memkit-bench, e.g. --workloads json-tree,pairs --repeat 3 (see --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh bench
-
-cmake -S . -B build/memkit-bench -DCMAKE_BUILD_TYPE=Release -DMEMKIT_BUILD_APPS=ON \
-  -DMEMKIT_BUILD_TESTS=OFF -DMEMKIT_BUILD_BENCHMARKS=OFF -DMEMKIT_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build/memkit-bench --target memkit-bench -j "$(nproc)"
+bench=$(scripts/build-memkit-bench.sh)
 
 mkdir -p report
-build/memkit-bench/apps/memkit-bench/memkit-bench --report report --csv report/results.csv "$@" |
+"$bench" --report report --csv report/results.csv "$@" |
   tee report/results.txt

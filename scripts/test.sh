@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs what is missing, then builds and runs every test
-# twice — optimized with GCC, and with AddressSanitizer + UndefinedBehaviorSanitizer with Clang, so
+# three times — optimized with GCC, with AddressSanitizer + UndefinedBehaviorSanitizer with Clang,
+# and with ThreadSanitizer with Clang (every concurrent test, and the rest of the suite with it), so
 # both compilers build everything warning-free. Both builds also compile every public header on its
 # own as C++17 and as C++20, and build and run the examples, the packaging consumers and
 # memkit-bench's batch and serve-mode tests; the optimized build runs the Valgrind checks, the
@@ -24,4 +25,8 @@ run_suite release -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
   -DCMAKE_CXX_COMPILER=clang++ -DMEMKIT_SANITIZE=address,undefined -DMEMKIT_BUILD_FUZZERS=ON
-echo "memkit tests: release and sanitizer builds passed" >&2
+# ThreadSanitizer: data races fail the test that ran them. The fuzzers and Valgrind checks ran above.
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+run_suite tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+  -DCMAKE_CXX_COMPILER=clang++ -DMEMKIT_SANITIZE=thread
+echo "memkit tests: release, AddressSanitizer and ThreadSanitizer builds passed" >&2

@@ -22,7 +22,9 @@ using spy_alloc = memkit::allocator<int, spy_resource>;
 using traits = std::allocator_traits<spy_alloc>;
 
 static_assert(std::is_same_v<traits::value_type, int>);
-static_assert(!traits::is_always_equal::value, "stateful: never always equal (seed 000)");
+static_assert(!traits::is_always_equal::value,
+              "stateful: never always equal, or containers free one instance's memory through "
+              "another");
 static_assert(traits::propagate_on_container_move_assignment::value);
 static_assert(traits::propagate_on_container_swap::value);
 static_assert(!traits::propagate_on_container_copy_assignment::value);

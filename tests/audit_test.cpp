@@ -22,8 +22,8 @@ struct pool_handle {
   int blocks[4];
 };
 
-/// Seed 000's incident: a stateful pool allocator that claims every instance is interchangeable
-/// and does not propagate on move assignment.
+/// The allocator of docs/background.md#stateful-always-equal: a stateful pool allocator that
+/// claims every instance is interchangeable and does not propagate on move assignment.
 template <class T>
 struct lying_pool_allocator {
   using value_type = T;
@@ -55,7 +55,8 @@ struct propagating_liar : lying_pool_allocator<T> {
   propagating_liar(const propagating_liar<U>& o) noexcept : lying_pool_allocator<T>(*o.pool) {}
 };
 
-/// Seed 000's pool allocator shape: a non-type template parameter defeats the automatic rebind.
+/// A pool allocator parameterized by a block count (docs/background.md#pool-allocator-rebind): a
+/// non-type template parameter defeats the automatic rebind.
 template <class T, std::size_t BlockCount>
 struct fixed_count_allocator {
   using value_type = T;
@@ -113,7 +114,7 @@ TEST(Audit, AcceptsStandardAndMemkitAllocators) {
   EXPECT_TRUE((memkit::is_sound_allocator_v<memkit::allocator<int, memkit::malloc_resource>>));
 }
 
-TEST(Audit, FlagsTheSeed000IncidentAllocator) {
+TEST(Audit, FlagsAStatefulPoolAllocatorThatClaimsToBeAlwaysEqual) {
   using a = memkit::allocator_audit<lying_pool_allocator<int>>;
   EXPECT_TRUE(a::stateful);
   EXPECT_TRUE(a::stateful_always_equal);

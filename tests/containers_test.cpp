@@ -1,8 +1,8 @@
 // The container x allocator conformance suite: every standard container with every kind of memkit
 // allocator, through insert, erase, copy, move, swap and assign with equal and unequal allocator
 // instances. A `tracked` layer under each allocator records every block, so a container freeing a
-// block through an allocator that did not allocate it (seed 000's incident) is caught, and the
-// spies under the strategies prove that nothing leaks.
+// block through an allocator that did not allocate it (docs/background.md#stateful-always-equal)
+// is caught, and the spies under the strategies prove that nothing leaks.
 #include <algorithm>
 #include <deque>
 #include <forward_list>
@@ -607,7 +607,7 @@ TYPED_TEST(Containers, AssignReplacesTheContentsInPlace) {
   });
 }
 
-// ---- seed 000's incident, and exhaustion ----------------------------------------------------
+// ---- the stateful is_always_equal container bug, and exhaustion ----------------------------
 
 using pool_resource = tracked<memkit::node_pool<spy_ref>>;
 using pool_list = std::list<int, memkit::allocator<int, pool_resource>>;

@@ -143,8 +143,9 @@ TEST(PmrBridge, RoundTripsAMemkitStrategyThroughStdPmrAndBack) {
   EXPECT_TRUE(spy.errors().empty());
 }
 
-/// Seed 003's allocator-aware node, done right: allocator-extended default, copy and move
-/// constructors (the move one noexcept), so a std::pmr::vector of it can grow.
+/// An allocator-aware node done right (docs/background.md#pmr-uses-allocator): allocator-extended
+/// default, copy and move constructors (the move one noexcept), so a std::pmr::vector of it can
+/// grow.
 struct record {
   using allocator_type = std::pmr::polymorphic_allocator<std::byte>;
 
@@ -167,21 +168,22 @@ struct record {
 
 static_assert(memkit::audit_allocator_aware<record>());
 
-/// Seed 003's mistake #2: only the allocator-extended default constructor.
+/// The second uses-allocator pitfall (docs/background.md#pmr-extended-constructors): only the
+/// allocator-extended default constructor.
 struct half_aware {
   using allocator_type = std::pmr::polymorphic_allocator<std::byte>;
   explicit half_aware(const allocator_type& a) : label(a) {}
   std::pmr::string label;
 };
 
-TEST(PmrSeed003, AnAllocatorAwareNodeKeepsItsResourceWhileAPmrVectorGrows) {
+TEST(PmrUsesAllocator, AnAllocatorAwareNodeKeepsItsResourceWhileAPmrVectorGrows) {
   spy_resource spy;
   {
     const no_default_resource guard;
     memkit::pmr::resource_adapter<memkit::node_pool<spy_ref>> mr{spy_ref(spy)};
     std::pmr::vector<record> v(&mr);
     for (int i = 0; i < 50; ++i) {
-      // Mistake #1 avoided: emplace_back() with no resource argument; the vector passes its own.
+      // The emplace_back pitfall avoided: no resource argument; the vector passes its own.
       record& r = v.emplace_back();
       r.label.assign(40, static_cast<char>('a' + i % 26));
       r.values.assign(static_cast<std::size_t>(i), i);
@@ -200,14 +202,14 @@ TEST(PmrSeed003, AnAllocatorAwareNodeKeepsItsResourceWhileAPmrVectorGrows) {
   EXPECT_TRUE(spy.errors().empty());
 }
 
-TEST(PmrSeed003, TheAuditNamesWhatAHalfAwareNodeLacks) {
+TEST(PmrUsesAllocator, TheAuditNamesWhatAHalfAwareNodeLacks) {
   using audit = memkit::allocator_aware_audit<half_aware, half_aware::allocator_type>;
   EXPECT_TRUE(audit::uses_allocator);
   EXPECT_TRUE(audit::default_extended);
   EXPECT_FALSE(audit::copy_extended);
   EXPECT_FALSE(audit::move_extended);
   EXPECT_FALSE(audit::ok);
-  // Mistake #1: emplace_back(&mr) would need record(memory_resource*, allocator_type).
+  // The emplace_back pitfall: emplace_back(&mr) needs record(memory_resource*, allocator_type).
   EXPECT_FALSE(
       (std::is_constructible_v<record, std::pmr::memory_resource*, const record::allocator_type&>));
 }

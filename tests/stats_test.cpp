@@ -193,7 +193,7 @@ TEST(Stats, FixedPoolCountsBlocksFailuresAndPeak) {
 
 TEST(Stats, FixedPoolDoesNotCountAnIgnoredMisuse) {
   if constexpr (!memkit::deallocate_checks) {
-    GTEST_SKIP() << "MEMKIT_DEALLOCATE_CHECKS is 0";
+    GTEST_SKIP() << "MEMKIT_DEBUG is 0: no deallocate checks";
   } else {
     misuse_recorder rec;
     memkit::inline_fixed_pool<16, 2> pool;

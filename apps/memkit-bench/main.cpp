@@ -49,10 +49,14 @@ int main(int argc, char** argv) {
   serve->add_option("--port", so.port, "port to listen on, 0 for any free one (default 8080)")
       ->envname("MEMKIT_BENCH_PORT")
       ->check(CLI::Range(0, 65535));
-  serve
-      ->add_option("--workers", so.workers,
-                   "worker threads, each serving one connection at a time (default 4)")
+  serve->add_option("--workers", so.workers, "/run requests that run at once (default 4)")
       ->check(CLI::Range(1u, 256u));
+  serve
+      ->add_option("--max-connections", so.max_connections,
+                   "connections served at once, a thread each; more wait (default 512)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{65536}));
+  serve->add_flag("--log-requests{-}", so.log_requests,
+                  "write one JSON line per request to stderr, or with =FILE append to FILE");
   serve->add_option("--warmup", so.warmup,
                     "timed warm-up iterations of every served case at start-up (default 2)");
 

@@ -13,6 +13,7 @@
 #include "upstream.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// Forwards every request to `Upstream` aligned to at least `Alignment` and with its size rounded
 /// up to a multiple of `Alignment`, so a block starts on a cache line and owns every line it
@@ -109,4 +110,5 @@ private:
   Upstream upstream_;
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

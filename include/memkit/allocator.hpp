@@ -8,9 +8,11 @@
 #include <type_traits>
 #include <utility>
 
+#include "config.hpp"
 #include "resource.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 namespace detail {
 
@@ -87,7 +89,8 @@ void deallocate_n(R& r, T* p, std::size_t n) noexcept {
 /// that did not allocate it, and tested with equal and unequal instances in containers_test.cpp):
 /// - Equality means "can free each other's memory": the same resource object (or two resource
 ///   objects whose type says they are interchangeable, like two `malloc_resource`s).
-///   `is_always_equal` is false: the allocator is stateful (seed 000's incident).
+///   `is_always_equal` is false: the allocator is stateful
+///   (docs/background.md#stateful-always-equal).
 /// - Move assignment propagates (`propagate_on_container_move_assignment` true): the target takes
 ///   the source's blocks *and* its resource, in O(1) and without throwing. The source's resource
 ///   must then outlive the target.
@@ -166,4 +169,5 @@ bool operator!=(const allocator<T, R>& a, const allocator<U, R>& b) noexcept {
   return !(a == b);
 }
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

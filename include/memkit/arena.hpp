@@ -17,6 +17,7 @@
 #include "upstream.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// How an arena sizes the blocks it takes from its upstream. Sizes are what the upstream is asked
 /// for, header included. Growth doubles from `first_block_size` up to `max_block_size`.
@@ -375,4 +376,5 @@ private:
   Upstream upstream_;
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

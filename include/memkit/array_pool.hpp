@@ -18,6 +18,7 @@
 #include "upstream.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// A fixed number of equal-size blocks in one storage array, with the indices of returned blocks on
 /// a separate `std::uint32_t` stack. Blocks hold no links, so they can be 1, 2 or 4 bytes and pack
@@ -114,7 +115,7 @@ public:
   /// reported as a misuse (docs/bad-input.md) and otherwise ignored.
   void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     const std::size_t i = index_of(p);
-    // The range check stays on without MEMKIT_DEALLOCATE_CHECKS: it also screens out null, and an
+    // The range check stays on at MEMKIT_DEBUG 0: it also screens out null, and an
     // index outside the array would be pushed.
     if (MEMKIT_UNLIKELY(i >= carved_ ||
                         (deallocate_checks && (!fits_(bytes, alignment) || stack_[top_] == i)))) {
@@ -231,4 +232,5 @@ private:
   Upstream upstream_;
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -8,7 +8,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "config.hpp"
+
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 namespace detail::audit_probe {
 
@@ -109,11 +112,11 @@ struct allocator_audit {
 
   using propagation = detail::audit_probe::propagation<A>;
   static constexpr bool stateful = !is_stateless_allocator<A>::value;
-  /// Claims every instance can free every other's memory while holding state (seed 000).
+  /// Claims every instance can free every other's memory while holding state.
   static constexpr bool stateful_always_equal = stateful && propagation::always_equal;
-  /// The seed 000 incident: move assignment keeps the target's allocator (no propagation) and,
-  /// trusting `is_always_equal`, steals the source's blocks, later freeing them through the wrong
-  /// instance.
+  /// docs/background.md#stateful-always-equal: move assignment keeps the target's allocator (no
+  /// propagation) and, trusting `is_always_equal`, steals the source's blocks, later freeing them
+  /// through the wrong instance.
   static constexpr bool unsafe_move_assignment =
       stateful_always_equal && !propagation::on_move_assignment;
   /// Propagating an allocator means assigning or swapping it: an allocator holding a reference
@@ -155,7 +158,8 @@ constexpr bool audit() noexcept {
   static_assert(!r::stateful_always_equal,
                 "memkit::audit: the allocator is stateful (not an empty class) yet declares "
                 "is_always_equal = true: containers will free one instance's memory through "
-                "another (the seed 000 incident); declare is_always_equal = std::false_type");
+                "another, corrupting the pool that receives it; declare "
+                "is_always_equal = std::false_type");
   static_assert(!r::unsafe_move_assignment,
                 "memkit::audit: the propagation traits make container move assignment unsafe: "
                 "propagate_on_container_move_assignment is false and is_always_equal is true, so "
@@ -175,9 +179,10 @@ constexpr bool audit() noexcept {
 }
 
 /// The findings of the allocator-awareness audit of element type `T` with allocator `Alloc`
-/// (seed 003's second std::pmr mistake): a type that uses an allocator must be constructible with
-/// it by default, by copy and by move, in either of the standard's two conventions (allocator
-/// last, or `std::allocator_arg` first), or a `std::pmr::vector<T>` fails as soon as it grows.
+/// (docs/background.md#pmr-extended-constructors): a type that uses an allocator must be
+/// constructible with it by default, by copy and by move, in either of the standard's two
+/// conventions (allocator last, or `std::allocator_arg` first), or a `std::pmr::vector<T>` fails
+/// as soon as it grows.
 template <class T, class Alloc>
 struct allocator_aware_audit {
   static constexpr bool uses_allocator = std::uses_allocator_v<T, Alloc>;
@@ -211,12 +216,12 @@ constexpr bool audit_allocator_aware() noexcept {
                 "T(const allocator_type&)");
   static_assert(r::copy_extended,
                 "memkit::audit_allocator_aware: T lacks an allocator-extended copy constructor "
-                "T(const T&, const allocator_type&): containers of T cannot copy it "
-                "(seed 003, mistake #2)");
+                "T(const T&, const allocator_type&): a container of T cannot construct a copy "
+                "of an element with its own allocator");
   static_assert(r::move_extended,
                 "memkit::audit_allocator_aware: T lacks an allocator-extended move constructor "
-                "T(T&&, const allocator_type&): a std::pmr::vector<T> cannot grow "
-                "(seed 003, mistake #2)");
+                "T(T&&, const allocator_type&): a std::pmr::vector<T> cannot move its "
+                "elements into a new buffer, so it fails to compile where it grows");
   static_assert(!r::move_extended || r::nothrow_move_extended,
                 "memkit::audit_allocator_aware: T has no noexcept allocator-extended move "
                 "constructor T(T&&, const allocator_type&) (the copy one stands in, or the move "
@@ -224,4 +229,5 @@ constexpr bool audit_allocator_aware() noexcept {
   return r::ok;
 }
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

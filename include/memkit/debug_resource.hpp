@@ -22,6 +22,7 @@
 #include "resource.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// What a `debug_resource` found: a `memkit::misuse` kind. `overrun`, `underrun`, `use_after_reset`
 /// and `leak` need the debug layer's guards, fill patterns or registry to be seen at all.
@@ -645,4 +646,5 @@ private:
   char name_[96];
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

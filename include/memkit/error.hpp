@@ -14,6 +14,7 @@
 #include "detail/align.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 namespace detail {
 
@@ -195,4 +196,5 @@ MEMKIT_NOINLINE MEMKIT_COLD inline void report_misuse(misuse kind, const char* r
   get_misuse_handler()(misuse_report{kind, resource, pointer, size, alignment});
 }
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -13,6 +13,7 @@
 #include "stats.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// Composition by ownership (docs/concepts.md, "Owns"): requests go to `Primary` and, when it
 /// returns null, to `Secondary`. A block is returned to `Primary` exactly when `Primary::owns(p)`
@@ -116,4 +117,5 @@ private:
   Secondary secondary_;
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -15,6 +15,7 @@
 #include "stats.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// A fixed number of equal-size blocks carved from storage the caller supplies and keeps owning.
 /// Free blocks form a singly linked list threaded through the blocks themselves, so a block is at
@@ -231,4 +232,5 @@ public:
       : fixed_pool(this->bytes, sizeof(this->bytes), BlockSize, BlockAlignment) {}
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

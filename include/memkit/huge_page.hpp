@@ -11,6 +11,7 @@
 #include "resource.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// The system-wide transparent-huge-page policy (always, madvise, never, or unavailable).
 using thp_policy = detail::os::thp_policy;
@@ -233,4 +234,5 @@ private:
   region kept_[max_regions] = {};
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

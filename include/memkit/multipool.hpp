@@ -21,6 +21,7 @@
 #include "upstream.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// Tuning of a `multipool`.
 struct multipool_options {
@@ -599,4 +600,5 @@ private:
   Upstream upstream_;
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -15,6 +15,7 @@
 #include "upstream.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// A resource for one node container (or several of the same type): a `pool` whose block size is
 /// the size of the first single object requested, adopted at that request.
@@ -196,4 +197,5 @@ private:
   pool_options growth_;
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -8,10 +8,13 @@
 #include <utility>
 
 #include "allocator.hpp"
+#include "config.hpp"
 #include "resource.hpp"
 #include "upstream.hpp"
 
-namespace memkit::pmr {
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace pmr {
 
 /// A `std::pmr::memory_resource` that serves every request from a memkit resource, so
 /// `std::pmr::vector`, `std::pmr::string`, `std::pmr::map` and friends can use any strategy.
@@ -81,4 +84,6 @@ resource_adapter<resource_ref<Resource>> adapt(Resource& r) noexcept {
   return resource_adapter<resource_ref<Resource>>(resource_ref<Resource>(r));
 }
 
-} // namespace memkit::pmr
+} // namespace pmr
+} // namespace MEMKIT_ABI
+} // namespace memkit

@@ -15,6 +15,7 @@
 #include "upstream.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// How a `pool` sizes its blocks and grows. Aggregate: `pool_options{32}` or, in C++20,
 /// `pool_options{.block_size = 32, .reserved_blocks = 1000}`.
@@ -411,4 +412,5 @@ private:
   Upstream upstream_;
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -12,6 +12,7 @@
 #include "error.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// `max_alignment()` of resources that honour any power of two the platform can represent.
 inline constexpr std::size_t unbounded_alignment =
@@ -133,4 +134,5 @@ private:
   Resource* r_;
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -16,6 +16,7 @@
 #include "upstream.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// A saved stack position (docs/concepts.md, "Marker"), obtained from `stack::marker()`.
 /// Kept as offsets, so a marker of the empty stack stays valid across the lazy region acquisition
@@ -264,4 +265,5 @@ private:
   Upstream upstream_;
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

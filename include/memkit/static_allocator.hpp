@@ -1,5 +1,5 @@
 // memkit/static_allocator.hpp: `memkit::static_allocator<T, Tag>`, a stateless standard allocator
-// over one process-wide resource per tag (seeds 002 and 004).
+// over one process-wide resource per tag (docs/background.md#x-containers and #array-pool).
 #pragma once
 
 #include <cstddef>
@@ -9,10 +9,12 @@
 #include <utility>
 
 #include "allocator.hpp"
+#include "config.hpp"
 #include "multipool.hpp"
 #include "resource.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// The default tag: one process-wide `multipool<>` behind a mutex, so containers that use it may
 /// live on, move between and be destroyed on any thread. The lock costs an uncontended
@@ -162,4 +164,5 @@ constexpr bool operator!=(const static_allocator<T, Tag>&,
   return false;
 }
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -6,14 +6,6 @@
 
 #include "config.hpp"
 
-/// Whether every strategy counts its traffic (docs/statistics.md). Off by default: with 0 the
-/// counters do not exist, every hook is an empty inline function and `stats()` returns zeros, so
-/// the strategies compile to exactly the code they had before statistics existed (callgrind counts
-/// in docs/statistics.md). Define it to 1 to count. Must agree across translation units.
-#if !defined(MEMKIT_STATISTICS)
-#define MEMKIT_STATISTICS 0
-#endif
-
 /// The one list of counters: it declares the members of `statistics` and drives `operator==` and
 /// `to_json`, so a counter added here appears everywhere. Meanings are in docs/statistics.md.
 #define MEMKIT_STATISTICS_FIELDS(X)                                                                \
@@ -30,9 +22,7 @@
   X(fallbacks)
 
 namespace memkit {
-
-/// `MEMKIT_STATISTICS` as a constant for `if constexpr`.
-inline constexpr bool statistics_enabled = MEMKIT_STATISTICS != 0;
+inline namespace MEMKIT_ABI {
 
 /// What a strategy's `stats()` returns: counts since construction, all zero when statistics are
 /// compiled out. Bytes are the sizes callers pass to allocate and deallocate, not the rounded
@@ -204,4 +194,5 @@ private:
 };
 
 } // namespace detail
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -11,12 +11,14 @@
 #include <new>
 #include <utility>
 
+#include "config.hpp"
 #include "debug_resource.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "upstream.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 /// A resource for tests (docs/debugging.md): it counts blocks and bytes in use, their peak and
 /// their total, can be told to fail the N-th allocation from now, and checks every `deallocate`
@@ -271,4 +273,5 @@ private:
   std::pmr::memory_resource* previous_;
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

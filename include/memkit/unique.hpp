@@ -1,5 +1,6 @@
 // memkit/unique.hpp: `allocate_unique`, a `std::unique_ptr` whose deleter destroys the object and
-// then returns its memory to the allocator (or memkit resource) it came from (seed 000's advice).
+// then returns its memory to the allocator (or memkit resource) it came from, in that order
+// (docs/background.md#destroy-then-deallocate).
 #pragma once
 
 #include <memory>
@@ -7,9 +8,11 @@
 #include <utility>
 
 #include "allocator.hpp"
+#include "config.hpp"
 #include "resource.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 namespace detail {
 
@@ -37,7 +40,8 @@ private:
 } // namespace detail
 
 /// A `std::unique_ptr` deleter that destroys the object and deallocates it through `Alloc`, in
-/// that order: the pairing seed 000 warns is easy to get wrong by hand.
+/// that order: a pairing easy to get wrong by hand, where a forgotten destructor leaks what the
+/// object owned.
 ///
 /// It deliberately does not convert from a deleter for a derived type: deallocating a derived
 /// object through its base would return the wrong size to the resource.
@@ -98,4 +102,5 @@ unique_ptr_for<T, allocator<T, Resource>> allocate_unique(Resource& r, Args&&...
   return allocate_unique<T>(allocator<T, Resource>(r), std::forward<Args>(args)...);
 }
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -7,11 +7,13 @@
 #include <memory_resource>
 #include <new>
 
+#include "config.hpp"
 #include "detail/align.hpp"
 #include "detail/bump.hpp"
 #include "resource.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
 namespace detail {
 
@@ -214,4 +216,5 @@ private:
   std::pmr::memory_resource* r_;
 };
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -1,5 +1,6 @@
-// memkit/xcontainers.hpp: seed 002's "x" containers: the standard containers, strings and string
-// streams with `static_allocator` (a process-wide multipool per tag) as their default allocator.
+// memkit/xcontainers.hpp: "x" containers (docs/background.md#x-containers): the standard
+// containers, strings and string streams with `static_allocator` (a process-wide multipool per
+// tag) as their default allocator.
 #pragma once
 
 #include <deque>
@@ -16,13 +17,15 @@
 #include <utility>
 #include <vector>
 
+#include "config.hpp"
 #include "static_allocator.hpp"
 
 namespace memkit {
+inline namespace MEMKIT_ABI {
 
-// Aliases, not classes deriving from the standard ones as in seed 002: an xlist *is* a std::list,
-// converts to nothing, slices nothing and needs no forwarding constructors. The last template
-// parameter picks the tag, and with it the process-wide resource (static_allocator.hpp).
+// Aliases, not classes deriving from the standard ones like the originals: an xlist *is* a
+// std::list, converts to nothing, slices nothing and needs no forwarding constructors. The last
+// template parameter picks the tag, and with it the process-wide resource (static_allocator.hpp).
 
 template <class T, class Tag = default_tag>
 using xlist = std::list<T, static_allocator<T, Tag>>;
@@ -36,8 +39,8 @@ using xdeque = std::deque<T, static_allocator<T, Tag>>;
 template <class T, class Tag = default_tag>
 using xqueue = std::queue<T, xdeque<T, Tag>>;
 
-/// Seed 002 left xvector out for fear of growth misuse; a multipool sends blocks above its largest
-/// size class to its upstream, so a growing vector is served like any other request.
+/// The originals left xvector out for fear of growth misuse; a multipool sends blocks above its
+/// largest size class to its upstream, so a growing vector is served like any other request.
 template <class T, class Tag = default_tag>
 using xvector = std::vector<T, static_allocator<T, Tag>>;
 
@@ -81,4 +84,5 @@ using xostringstream = basic_xostringstream<char>;
 using xwstringstream = basic_xstringstream<wchar_t>;
 using xwostringstream = basic_xostringstream<wchar_t>;
 
+} // namespace MEMKIT_ABI
 } // namespace memkit

@@ -1,6 +1,7 @@
 // compile_fail/audit_allocator_aware.cpp: memkit::audit_allocator_aware names the constructors an
-// allocator-aware node lacks (seed 003's second mistake: only the allocator-extended default
-// constructor) before any container is instantiated. The twin has all three and passes.
+// allocator-aware node lacks (here only the allocator-extended default constructor is there:
+// docs/background.md#pmr-extended-constructors) before any container is instantiated. The twin has
+// all three and passes.
 #include <cstddef>
 #include <memory_resource>
 #include <string>

@@ -1,6 +1,7 @@
-// compile_fail/audit_no_rebind.cpp: seed 000's pool allocator is parameterized by a block count,
-// a non-type template parameter the automatic rebind cannot replace, so node containers cannot
-// rebind it; memkit::audit says so. The twin declares `rebind` and passes.
+// compile_fail/audit_no_rebind.cpp: a pool allocator parameterized by a block count
+// (docs/background.md#pool-allocator-rebind) has a non-type template parameter the automatic rebind
+// cannot replace, so node containers cannot rebind it; memkit::audit says so. The twin declares
+// `rebind` and passes.
 #include <cstddef>
 #include <memory>
 

@@ -1,7 +1,7 @@
-// compile_fail/pmr_emplace_resource.cpp: seed 003's first std::pmr mistake. A std::pmr::vector
-// already passes its allocator to each new element, so emplace_back(&resource) asks for a
-// constructor (memory_resource*, allocator) the node does not have. The twin calls emplace_back()
-// and lets the vector pass its allocator.
+// compile_fail/pmr_emplace_resource.cpp: the first uses-allocator pitfall of std::pmr
+// (docs/background.md#pmr-emplace-resource). A std::pmr::vector already passes its allocator to
+// each new element, so emplace_back(&resource) asks for a constructor (memory_resource*, allocator)
+// the node does not have. The twin calls emplace_back() and lets the vector pass its allocator.
 #include <cstddef>
 #include <memory_resource>
 #include <string>

@@ -1,6 +1,7 @@
-// compile_fail/pmr_missing_extended_constructors.cpp: seed 003's second std::pmr mistake. A node
-// with only the allocator-extended default constructor cannot be moved into the new buffer when a
-// std::pmr::vector grows. The twin has all three constructors seed 003 calls for.
+// compile_fail/pmr_missing_extended_constructors.cpp: the second uses-allocator pitfall of std::pmr
+// (docs/background.md#pmr-extended-constructors). A node with only the allocator-extended default
+// constructor cannot be moved into the new buffer when a std::pmr::vector grows. The twin has all
+// three allocator-extended constructors: default, copy and move.
 #include <cstddef>
 #include <memory_resource>
 #include <string>

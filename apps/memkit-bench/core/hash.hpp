@@ -9,7 +9,7 @@
 namespace memkit::bench {
 
 /// FNV-1a, 64-bit: the hash the json-tree request hashes its labels and values with
-/// (docs/background.md).
+/// (docs/background.md#json-tree).
 class fnv1a {
 public:
   void add(const void* data, std::size_t n) noexcept {
@@ -37,7 +37,7 @@ private:
 /// chain is a rotate and an add per word (about 2 cycles), and one full mix per add() call folds
 /// the accumulator into the hash. Mixing every word (a multiply, xor and shift in the chain, about
 /// 6 cycles a word) was still 20 % of a vector-strings-native iteration on a memkit arena
-/// (callgrind) and 2 ms of the 8 MiB huge-pages iteration.
+/// (callgrind), and by the same count about 2 ms of a huge-pages iteration (a million words).
 class word_hash {
 public:
   void add(const void* data, std::size_t n) noexcept {

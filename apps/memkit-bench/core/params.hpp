@@ -33,7 +33,7 @@ namespace memkit::bench {
 struct params {
   double scale = 1.0;
   std::size_t iterations = 0; ///< timed iterations; 0: each workload's default
-  // json-tree: the request's shape (docs/background.md: depth 6, up to 4 fields, up to 8 ints)
+  // json-tree: the request's shape (docs/background.md#json-tree: depth 6, 4 children, 8 ints)
   int tree_depth = 6;
   int tree_branching = 4;
   int tree_values = 8;
@@ -54,10 +54,10 @@ struct params {
   bool operator==(const params&) const = default;
 };
 
-/// `p` as a JSON object, a member per field of MEMKIT_BENCH_PARAMS_FIELDS.
-void to_json(nlohmann::json& j, const params& p);
+/// `value` as a JSON object, a member per field of MEMKIT_BENCH_PARAMS_FIELDS.
+void to_json(nlohmann::json& j, const params& value);
 /// \effects reads the members `j` has; the others keep their defaults.
-void from_json(const nlohmann::json& j, params& p);
+void from_json(const nlohmann::json& j, params& value);
 
 /// \effects adds one option per parameter to `app`, writing into `p`.
 void add_options(CLI::App& app, params& p);

@@ -12,11 +12,11 @@
 
 namespace memkit::bench {
 
-/// `r` as one record: a member per field of MEMKIT_BENCH_RESULT_FIELDS.
-void to_json(nlohmann::json& j, const result& r);
+/// `value` as one record: a member per field of MEMKIT_BENCH_RESULT_FIELDS.
+void to_json(nlohmann::json& j, const result& value);
 /// \effects reads the members `j` has; the others keep their defaults.
 /// \throws nlohmann::json::exception if a member has the wrong type.
-void from_json(const nlohmann::json& j, result& r);
+void from_json(const nlohmann::json& j, result& value);
 
 /// \returns the whole document: schema, machine, options, checked targets and the rows.
 nlohmann::json to_json(const std::vector<result>& rows, const run_info& info,

@@ -184,7 +184,8 @@ def main(argv):
         "Build with CMAKE_BUILD_TYPE=Release.</p>")
     targets = "".join(
         f"<li>{'met' if t['met'] else '<b>MISSED</b>'}: {html.escape(t['target'])}: "
-        f"{html.escape(t['measured'])}<br><small>{html.escape(t.get('source', ''))}</small></li>"
+        f"{html.escape(t['measured'])}<br><small>{html.escape(t.get('source', ''))} "
+        f"({html.escape(t.get('background', ''))})</small></li>"
         for t in doc.get("targets", []))
     contents = " · ".join(f"<a href='#{safe(w)}'>{html.escape(w)}</a>" for w in workloads)
     page = f"""<!DOCTYPE html>

@@ -75,7 +75,7 @@ std::vector<target> load_targets(const std::string& file) {
     throw std::runtime_error("cannot read the targets file " + file);
   }
   try {
-    const auto targets = nlohmann::json::parse(in).at("targets").get<std::vector<target>>();
+    auto targets = nlohmann::json::parse(in).at("targets").get<std::vector<target>>();
     for (const auto& t : targets) {
       if (const std::string why = fault(t); !why.empty()) {
         throw std::runtime_error(why + " (" + t.workload + " against " + t.baseline + ")");
@@ -103,7 +103,7 @@ std::vector<target_check> check_targets(const std::vector<target>& targets,
     out.push_back({describe(t), met,
                    candidate->variant + " " + fixed(ratio, 2) + "x (" + fixed(mine, 2) + " us vs " +
                        baseline->variant + " " + fixed(theirs, 2) + " us)",
-                   t.source});
+                   t.source, t.background});
   }
   return out;
 }

@@ -21,11 +21,12 @@ struct target {
   std::string statistic; ///< "p50" or "p99"
   double ratio_at_least = 0;
   double ratio_above = 0;
-  std::string source; ///< where the bar comes from, in plain words
+  std::string source;     ///< where the bar comes from, in plain words
+  std::string background; ///< the section of docs/background.md with the published figures
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(target, workload, candidate, baseline, statistic,
-                                                ratio_at_least, ratio_above, source)
+                                                ratio_at_least, ratio_above, source, background)
 
 /// A target checked on a run, as the results' "targets" list holds it.
 struct target_check {
@@ -33,9 +34,10 @@ struct target_check {
   bool met = false;
   std::string measured;
   std::string source;
+  std::string background;
 };
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(target_check, target, met, measured, source)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(target_check, target, met, measured, source, background)
 
 /// \returns the targets file found when memkit-bench was built (apps/memkit-bench/targets.json).
 std::string default_targets_file();

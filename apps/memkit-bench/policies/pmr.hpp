@@ -43,7 +43,8 @@ private:
   std::pmr::monotonic_buffer_resource r_;
 };
 
-/// The configuration the json-tree request's source recommends (docs/background.md): a monotonic
+/// The configuration the json-tree service workload recommends (docs/background.md#json-tree): a
+/// monotonic
 /// buffer over a 1 MiB buffer (its thread_local arena) that overflows into a synchronized pool,
 /// released after every request.
 class pmr_monotonic_sync_pool_policy : public pmr_policy {

@@ -1,7 +1,8 @@
 // apps/memkit-bench/replacement/replacement.cpp: re-executing memkit-bench under a preloaded malloc
 // and proving, from inside the child, that the preloaded library really serves allocation. A
-// replacement that did not intercept "will perform like glibc malloc", as the service workload's
-// source warns (docs/background.md): here such a variant is an error, never a row.
+// replacement that did not intercept "will perform like glibc malloc", as the json-tree service
+// workload's source warns (docs/background.md#json-tree): here such a variant is an error, never a
+// row.
 
 #include "replacement.hpp"
 
@@ -109,6 +110,8 @@ bool is_replacement(const std::string& name) {
 std::string replacements_unavailable_reason() {
 #if defined(MEMKIT_ASAN)
   return "built with AddressSanitizer, whose runtime replaces malloc itself";
+#elif defined(MEMKIT_TSAN)
+  return "built with ThreadSanitizer, whose runtime replaces malloc itself";
 #else
   return "";
 #endif

@@ -15,6 +15,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <semaphore>
 #include <string>
 #include <thread>
 #include <utility>
@@ -34,6 +36,8 @@
 #include "core/summary.hpp"
 #include "output/json.hpp"
 #include "replacement/replacement.hpp"
+#include "serve/bounded_server.hpp"
+#include "serve/request_log.hpp"
 #include "workloads/workloads.hpp"
 
 #ifndef MEMKIT_BENCH_VERSION
@@ -124,7 +128,11 @@ public:
                        .Name("memkit_bench_run_requests_in_flight")
                        .Help("/run requests being handled")
                        .Register(*metrics_)
-                       .Add({})) {
+                       .Add({})),
+        workers_(static_cast<std::ptrdiff_t>(std::max(1u, o.workers))) {
+    if (!o.log_requests.empty()) {
+      log_.emplace(o.log_requests);
+    }
     add_all(registry_, p_);
     for (const auto& c : registry_.cases()) {
       if (workload_not_served(c.w->name).empty() && variant_not_served(c.variant).empty()) {
@@ -202,10 +210,18 @@ public:
           res.status = 500;
           res.set_content(json{{"error", what}}.dump(), "application/json");
         });
+    svr.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+      request_trace::begin();
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
     // Counted before the response is written, so a client that has its answer finds it counted.
     svr.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       requests_.Add({{"path", path_label(req.path)}, {"code", std::to_string(res.status)}})
           .Increment();
+      const request_trace trace = request_trace::take();
+      if (log_) {
+        log_->write(req, res, trace);
+      }
     });
   }
 
@@ -321,6 +337,13 @@ private:
   /// answer is written, summarised exactly as a batch row.
   void answer_run(const httplib::Request& req, httplib::Response& res) {
     using clock = std::chrono::steady_clock;
+    // o_.workers requests run at once however many connections are open; the wait for a slot
+    // is queueing, left out of the histograms as before.
+    workers_.acquire();
+    const struct slot_guard {
+      std::counting_semaphore<>& s;
+      ~slot_guard() { s.release(); }
+    } slot{workers_};
     const auto start = clock::now();
     struct in_flight_guard {
       prometheus::Gauge& g;
@@ -355,8 +378,9 @@ private:
     // every scrape over a megabyte.
     const prometheus::Labels labels{{"workload", c->w->name}, {"variant", c->variant}};
     workload_seconds_.Add(labels, buckets_).Observe(workload_us * 1e-6);
-    request_seconds_.Add(labels, buckets_)
-        .Observe(std::chrono::duration<double>(clock::now() - start).count());
+    const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+    request_seconds_.Add(labels, buckets_).Observe(seconds);
+    request_trace::note_run(seconds, iters);
   }
 
   params p_;
@@ -374,6 +398,8 @@ private:
   prometheus::Gauge& rss_;
   prometheus::Gauge& peak_rss_;
   prometheus::Gauge& in_flight_;
+  std::counting_semaphore<> workers_;
+  std::optional<request_log> log_;
 };
 
 } // namespace
@@ -396,28 +422,31 @@ int serve(const serve_options& o, const params& p) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  service s(p, o);
-  std::cerr << "memkit-bench: warming up (" << o.warmup << " iterations of every served case)\n";
-  if (!s.warm_up()) {
+  std::optional<service> s;
+  try {
+    s.emplace(p, o);
+  } catch (const std::runtime_error& e) {
+    std::cerr << "memkit-bench: ERROR: " << e.what() << "\n";
     return 1;
   }
-  httplib::Server svr;
+  std::cerr << "memkit-bench: warming up (" << o.warmup << " iterations of every served case)\n";
+  if (!s->warm_up()) {
+    return 1;
+  }
   const unsigned workers = std::max(1u, o.workers);
-  svr.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-  // An idle keep-alive connection holds a worker; a short timeout bounds how long the stop waits.
-  svr.set_keep_alive_max_count(1000);
-  svr.set_keep_alive_timeout(1);
+  const std::size_t max_connections = std::max<std::size_t>(1, o.max_connections);
+  bounded_server svr(max_connections);
   // httplib writes headers and body separately: with Nagle's algorithm on, the body waits for the
   // client's delayed ACK (40 ms on Linux) and every request takes 40 ms.
   svr.set_tcp_nodelay(true);
-  s.install(svr);
-  const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : o.port;
-  if (port < 0 || (o.port != 0 && !svr.bind_to_port(o.host, o.port))) {
+  s->install(svr);
+  const int port = svr.bind(o.host, o.port);
+  if (port < 0) {
     std::cerr << "memkit-bench: ERROR: cannot listen on " << o.host << ":" << o.port << "\n";
     return 1;
   }
-  std::printf("memkit-bench: listening on http://%s:%d (%u workers)\n", o.host.c_str(), port,
-              workers);
+  std::printf("memkit-bench: listening on http://%s:%d (%u workers, %zu connections)\n",
+              o.host.c_str(), port, workers, max_connections);
   std::fflush(stdout);
 
   std::atomic<bool> done{false};

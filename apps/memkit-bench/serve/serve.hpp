@@ -28,8 +28,10 @@ inline constexpr std::size_t default_serve_iters = 1;
 struct serve_options {
   std::string host = "127.0.0.1";
   int port = 8080;        ///< 0: any free port (the bound port is printed on stdout)
-  unsigned workers = 4;   ///< the fixed worker pool; one keep-alive connection holds one worker
+  unsigned workers = 4;   ///< /run requests that run at once
   std::size_t warmup = 2; ///< timed warm-up iterations of every served case before listening
+  std::size_t max_connections = 512; ///< connections served at once, a thread each
+  std::string log_requests;          ///< the JSON request log: a file, "-" for stderr, "" for none
 };
 
 /// Serves the workloads of `p` until SIGINT or SIGTERM, then lets in-flight requests finish.

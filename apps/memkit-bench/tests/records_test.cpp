@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -123,11 +126,19 @@ TEST(Records, ParamsSurviveAChildProcesssArguments) {
   EXPECT_EQ(read, written);
 }
 
-TEST(Records, TargetsFileLoadsAndNamesItsSources) {
+TEST(Records, TargetsFileLoadsAndEachTargetCitesAnExistingBackgroundSection) {
   const std::vector<target> targets = load_targets(default_targets_file());
   ASSERT_FALSE(targets.empty());
+  const auto root = std::filesystem::path(default_targets_file()).parent_path() / ".." / "..";
+  std::ifstream in(root / "docs" / "background.md");
+  const std::string background{std::istreambuf_iterator<char>(in), {}};
+  ASSERT_FALSE(background.empty());
+  const std::string prefix = "docs/background.md#";
   for (const auto& t : targets) {
     EXPECT_FALSE(t.source.empty()) << t.workload;
+    ASSERT_EQ(t.background.rfind(prefix, 0), 0U) << t.background;
+    const std::string anchor = "<a id=\"" + t.background.substr(prefix.size()) + "\">";
+    EXPECT_NE(background.find(anchor), std::string::npos) << t.background;
   }
 }
 

@@ -45,7 +45,7 @@ def fail(message):
 
 
 class Server:
-    def __init__(self, bench):
+    def __init__(self, bench, serve_options=()):
         env = dict(os.environ)
         # AddressSanitizer keeps 256 MiB of freed memory in quarantine by default, which would
         # read as growth; a smaller quarantine still catches a use of recently freed memory.
@@ -54,7 +54,7 @@ class Server:
         env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "quarantine_size_mb=8"
         self.proc = subprocess.Popen(
             [bench, "--scale", "0.01", "serve", "--port", "0", "--workers",
-             str(LOAD_CONNECTIONS), "--warmup", "1"],
+             str(LOAD_CONNECTIONS), "--warmup", "1", *serve_options],
             stdout=subprocess.PIPE, text=True, env=env)
         SERVERS.append(self.proc)
         deadline = time.monotonic() + 120

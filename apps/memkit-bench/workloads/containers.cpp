@@ -1,4 +1,5 @@
-// apps/memkit-bench/workloads/containers.cpp: the container benchmark (docs/background.md): list,
+// apps/memkit-bench/workloads/containers.cpp: the three-run container benchmark
+// (docs/background.md#cold-and-warm-containers): list,
 // map and string insert/remove of 10,000 elements in one container.
 
 #include <cstdint>
@@ -15,7 +16,7 @@
 namespace memkit::bench {
 namespace {
 
-/// Elements inserted, then removed, in one container, as in the container benchmark.
+/// Elements inserted, then removed, in one container, as in the three-run container benchmark.
 constexpr std::size_t container_elements = 10'000;
 
 } // namespace
@@ -23,11 +24,11 @@ constexpr std::size_t container_elements = 10'000;
 void add_containers(registry& r, const params& p) {
   const std::size_t n = p.scaled(container_elements);
   const std::string count = std::to_string(n);
-  // The container benchmark runs each test three times to show the first (cold) run; `cold` is
-  // that run here, and the timed iterations are the warm ones.
-  const workload& list = r.add_workload(
-      {"containers-list", "elements", static_cast<double>(n), 200,
-       "the container benchmark: " + count + " ints push_back into a std::list, then pop_front"});
+  // The three-run container benchmark runs each test three times to show the first (cold) run;
+  // `cold` is that run here, and the timed iterations are the warm ones.
+  const workload& list = r.add_workload({"containers-list", "elements", static_cast<double>(n), 200,
+                                         "the three-run container benchmark: " + count +
+                                             " ints push_back into a std::list, then pop_front"});
   r.add(node_policies{}, list, hint{node_size<list_of>(), n}, [n](auto& policy, std::string&) {
     using P = std::remove_reference_t<decltype(policy)>;
     list_of<P> c(policy.template allocator<int>());
@@ -44,7 +45,7 @@ void add_containers(registry& r, const params& p) {
 
   const workload& map =
       r.add_workload({"containers-map", "elements", static_cast<double>(n), 200,
-                      "the container benchmark: " + count +
+                      "the three-run container benchmark: " + count +
                           " keys inserted into a std::map in order, then erased by key"});
   r.add(node_policies{}, map, hint{node_size<map_of>(), n}, [n](auto& policy, std::string&) {
     using P = std::remove_reference_t<decltype(policy)>;
@@ -63,7 +64,7 @@ void add_containers(registry& r, const params& p) {
 
   const workload& strings =
       r.add_workload({"containers-string", "elements", static_cast<double>(n), 200,
-                      "the container benchmark: " + count +
+                      "the three-run container benchmark: " + count +
                           " strings beyond the SSO limit appended to a vector, then removed"});
   r.add(general_policies{}, strings, {}, [n](auto& policy, std::string&) {
     using P = std::remove_reference_t<decltype(policy)>;

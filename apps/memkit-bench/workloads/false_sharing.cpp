@@ -1,4 +1,4 @@
-// apps/memkit-bench/workloads/false_sharing.cpp: the false-sharing benchmark
+// apps/memkit-bench/workloads/false_sharing.cpp: false sharing between neighbouring counters
 // (docs/background.md#false-sharing): threads each incrementing their own counter, placed as real
 // code places them (adjacent in one array, or packed by a pool) or on cache lines of their own.
 
@@ -105,7 +105,7 @@ void add_false_sharing(registry& r, const params& p) {
   const std::size_t increments = p.scaled(2'000'000);
   const workload& sharing = r.add_workload(
       {"false-sharing", "increments", static_cast<double>(threads * increments), 10,
-       "the false-sharing benchmark: " + std::to_string(threads) + " threads, " +
+       "false sharing between neighbouring counters: " + std::to_string(threads) + " threads, " +
            std::to_string(increments) +
            " atomic increments each on its own counter; std's counters are one array, the other "
            "variants allocate each; the note says whether two landed on one cache line"});

@@ -1,5 +1,6 @@
-// apps/memkit-bench/workloads/huge_pages.cpp: the huge-page benchmark (docs/background.md): a
-// vector filled with megabytes of ints, and how much of it huge pages back.
+// apps/memkit-bench/workloads/huge_pages.cpp: huge pages for a growing vector
+// (docs/background.md#huge-pages): a vector filled with megabytes of ints, and how much of it huge
+// pages back.
 
 #include <cstddef>
 #include <cstdio>
@@ -21,7 +22,7 @@ void add_huge_pages(registry& r, const params& p) {
   const std::size_t ints = p.scaled((std::size_t{8} << 20) / sizeof(int));
   const workload& pages = r.add_workload(
       {"huge-pages", "ints", static_cast<double>(ints), 20,
-       "the huge-page benchmark: " + std::to_string(ints * sizeof(int) >> 10) +
+       "huge pages for a growing vector: " + std::to_string(ints * sizeof(int) >> 10) +
            " KiB of ints pushed into a std::vector; the note says how much of the final buffer "
            "huge pages back"});
   r.add<std_policy, huge_page_policy>(pages, {}, [ints](auto& policy, std::string& note) {

@@ -1,6 +1,6 @@
-// apps/memkit-bench/workloads/json_tree.cpp: the json-tree request of the service workload
-// (docs/background.md): a synthetic JSON-shaped tree of labelled nodes with int arrays, built,
-// hashed and dropped per request.
+// apps/memkit-bench/workloads/json_tree.cpp: the json-tree service workload
+// (docs/background.md#json-tree): a synthetic JSON-shaped tree of labelled nodes with int arrays,
+// built, hashed and dropped per request.
 
 #include <algorithm>
 #include <array>
@@ -17,8 +17,8 @@ namespace {
 
 /// One JSON-like object: a label (12-28 chars, mostly beyond the SSO limit), an array of ints and
 /// an array of child objects, all from the policy's allocator. It has no `allocator_type`, so
-/// std::pmr's uses-allocator construction passes nothing extra (the first uses-allocator pitfall
-/// of docs/background.md).
+/// std::pmr's uses-allocator construction passes nothing extra (the first uses-allocator pitfall,
+/// docs/background.md#pmr-uses-allocator).
 template <class Policy>
 struct json_node {
   using string_type = std::basic_string<char, std::char_traits<char>,
@@ -36,11 +36,11 @@ struct json_node {
 };
 
 /// Every request seeds its generator alike, so every request builds the same tree, as the
-/// service workload specifies.
+/// json-tree service workload specifies.
 constexpr std::uint64_t tree_seed = 0x5eed;
 
-/// Labels of 12 to 28 characters, as the service workload specifies: most are beyond libstdc++'s
-/// 15-character SSO.
+/// Labels of 12 to 28 characters, as the json-tree service workload specifies: most are beyond
+/// libstdc++'s 15-character SSO.
 constexpr int min_label = 12;
 constexpr int max_label = 28;
 
@@ -61,7 +61,7 @@ struct tree_shape {
 };
 
 /// Children at `depth` are 0 .. cap, the cap falling linearly from `branching` at the root to 1
-/// just above the leaves: the service workload's "0-4 children tapering with depth".
+/// just above the leaves: the json-tree service workload's "0-4 children tapering with depth".
 int child_cap(const tree_shape& s, int depth) {
   return (s.branching * (s.depth - depth) + s.depth - 1) / s.depth;
 }
@@ -128,7 +128,7 @@ void add_json_tree(registry& r, const params& p) {
   const tree_shape shape{p.tree_depth < 1 ? 1 : p.tree_depth, p.tree_branching, p.tree_values};
   const workload& w = r.add_workload(
       {"json-tree", "requests", 1, 20'000,
-       "a service's request: per request a tree of " + std::to_string(tree_nodes(shape)) +
+       "the json-tree service workload: per request a tree of " + std::to_string(tree_nodes(shape)) +
            " nodes (depth " + std::to_string(shape.depth) + ", branching " +
            std::to_string(shape.branching) + ", values " + std::to_string(shape.values) +
            "), FNV-1a over labels and values, dropped at the end"});

@@ -1,5 +1,6 @@
 // apps/memkit-bench/workloads/node_lists.cpp: lists of ints built, summed and destroyed: list-1m
-// (the million-node list benchmark) and node-lists (the node-list benchmark); docs/background.md.
+// (docs/background.md#list-of-a-million-ints) and node-lists (the node-list benchmark,
+// docs/background.md#node-list-benchmark).
 
 #include <algorithm>
 #include <cstdint>
@@ -41,10 +42,9 @@ auto build_sum_destroy(std::size_t n) {
 
 void add_list_1m(registry& r, const params& p) {
   const std::size_t million = p.scaled(1'000'000);
-  const workload& l1m =
-      r.add_workload({"list-1m", "elements", static_cast<double>(million), 10,
-                      "the million-node list benchmark: " + std::to_string(million) +
-                          " ints pushed into a std::list, summed, destroyed"});
+  const workload& l1m = r.add_workload({"list-1m", "elements", static_cast<double>(million), 10,
+                                        "a million ints in a list: " + std::to_string(million) +
+                                            " ints pushed into a std::list, summed, destroyed"});
   r.add(node_policies{}, l1m, hint{node_size<list_of>(), million},
         build_sum_destroy<list_of>(million));
 }

@@ -1,6 +1,6 @@
 // apps/memkit-bench/workloads/vector_strings.cpp: the vector-of-strings arena benchmark
-// (docs/background.md): a vector of 32 strings longer than the SSO limit built per iteration, as
-// its source wrote it and as an arena user would write it.
+// (docs/background.md#vector-strings): a vector of 32 strings longer than the SSO limit built per
+// iteration, as its source wrote it and as an arena user would write it.
 
 #include <charconv>
 #include <memory_resource>
@@ -16,7 +16,7 @@
 namespace memkit::bench {
 namespace {
 
-/// As the vector-of-strings benchmark: 32 strings per iteration, 100,000 iterations.
+/// As the vector-of-strings arena benchmark: 32 strings per iteration, 100,000 iterations.
 constexpr int strings_per_iteration = 32;
 constexpr std::string_view prefix = "event_log_entry_number_"; // 23 chars: beyond libstdc++'s SSO
 
@@ -34,8 +34,8 @@ struct is_polymorphic_allocator<std::pmr::polymorphic_allocator<T>> : std::true_
 
 /// Appends a string built from `text` to `v` in `v`'s memory. std::pmr containers pass their
 /// allocator to the element themselves (uses-allocator construction); passing it as well would
-/// not compile (the first uses-allocator pitfall of docs/background.md). Every other allocator is
-/// passed explicitly.
+/// not compile (the first uses-allocator pitfall, docs/background.md#pmr-uses-allocator). Every
+/// other allocator is passed explicitly.
 template <class Vector>
 void emplace_string(Vector& v, std::string_view text) {
   if constexpr (is_polymorphic_allocator<typename Vector::allocator_type>::value) {
@@ -59,12 +59,12 @@ void add_vector_strings(registry& r, const params& p) {
   const std::size_t iterations = p.scaled(100'000);
   const workload& written = r.add_workload(
       {"vector-strings-seed", "strings", strings_per_iteration, iterations,
-       "the vector-of-strings benchmark as written: 32 strings '" + std::string(prefix) +
+       "the vector-of-strings arena benchmark as written: 32 strings '" + std::string(prefix) +
            "' + std::to_string(i) built as std::string temporaries on the heap, then stored"});
-  const workload& native =
-      r.add_workload({"vector-strings-native", "strings", strings_per_iteration, iterations,
-                      "the vector-of-strings benchmark's strings built directly in the container's "
-                      "memory, no heap temporaries"});
+  const workload& native = r.add_workload(
+      {"vector-strings-native", "strings", strings_per_iteration, iterations,
+       "the vector-of-strings arena benchmark's strings built directly in the container's "
+       "memory, no heap temporaries"});
 
   auto as_written = [](auto& policy, std::string&) {
     using P = std::remove_reference_t<decltype(policy)>;

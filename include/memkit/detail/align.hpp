@@ -4,7 +4,11 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace memkit::detail {
+#include "../config.hpp"
+
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace detail {
 
 /// \returns whether `a` is a valid alignment: a non-zero power of two.
 constexpr bool is_valid_alignment(std::size_t a) noexcept { return a != 0 && (a & (a - 1)) == 0; }
@@ -45,4 +49,6 @@ constexpr bool is_alignment_within(std::size_t alignment, std::size_t max) noexc
   return ((alignment - 1) & (alignment | ~(max - 1))) == 0;
 }
 
-} // namespace memkit::detail
+} // namespace detail
+} // namespace MEMKIT_ABI
+} // namespace memkit

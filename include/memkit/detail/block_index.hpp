@@ -4,7 +4,11 @@
 #include <cstddef>
 #include <limits>
 
-namespace memkit::detail {
+#include "../config.hpp"
+
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace detail {
 
 /// Maps a byte offset into a block array to a block index without dividing, so that `deallocate`
 /// can find and validate a block in O(1) for any block size (a 64-bit `div` costs tens of cycles on
@@ -53,4 +57,6 @@ private:
   std::size_t inverse_;
 };
 
-} // namespace memkit::detail
+} // namespace detail
+} // namespace MEMKIT_ABI
+} // namespace memkit

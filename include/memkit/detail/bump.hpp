@@ -3,9 +3,12 @@
 
 #include <cstddef>
 
+#include "../config.hpp"
 #include "align.hpp"
 
-namespace memkit::detail {
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace detail {
 
 /// Carves `bytes` aligned to `alignment` from [cur, end). On success advances `cur` past the block
 /// and returns it; otherwise returns null and leaves `cur` unchanged. Never overflows: the space
@@ -22,4 +25,6 @@ inline void* bump(char*& cur, char* end, std::size_t bytes, std::size_t alignmen
   return p;
 }
 
-} // namespace memkit::detail
+} // namespace detail
+} // namespace MEMKIT_ABI
+} // namespace memkit

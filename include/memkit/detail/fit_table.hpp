@@ -6,7 +6,9 @@
 #include "../config.hpp"
 #include "align.hpp"
 
-namespace memkit::detail {
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace detail {
 
 /// \returns k for `power_of_two == 2^k`.
 constexpr unsigned log2_of(std::size_t power_of_two) noexcept {
@@ -55,4 +57,6 @@ private:
   std::size_t above_page_; ///< the entry for alignments above page_size, up to block_alignment_
 };
 
-} // namespace memkit::detail
+} // namespace detail
+} // namespace MEMKIT_ABI
+} // namespace memkit

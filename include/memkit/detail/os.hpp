@@ -16,9 +16,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../config.hpp"
 #include "align.hpp"
 
-namespace memkit::detail::os {
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace detail::os {
 
 /// \returns the size of a regular page, queried once: it is fixed for the life of the process.
 inline std::size_t page_size() noexcept {
@@ -152,4 +155,6 @@ inline std::size_t anon_huge_page_bytes(const void* p, std::size_t bytes) noexce
   return total;
 }
 
-} // namespace memkit::detail::os
+} // namespace detail::os
+} // namespace MEMKIT_ABI
+} // namespace memkit

@@ -11,9 +11,8 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-/// Define `MEMKIT_VALGRIND` to 1 to issue memcheck client requests from the same hooks (needs
-/// <valgrind/memcheck.h>; the requests cost a few instructions each when not run under valgrind).
-#if defined(MEMKIT_VALGRIND) && MEMKIT_VALGRIND
+// MEMKIT_VALGRIND (config.hpp) makes the same hooks issue memcheck client requests.
+#if MEMKIT_VALGRIND
 #if __has_include(<valgrind/memcheck.h>)
 #include <valgrind/memcheck.h>
 #else
@@ -28,7 +27,9 @@
 #define MEMKIT_POISONING 0
 #endif
 
-namespace memkit::detail {
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace detail {
 
 /// Whether the hooks below do anything; without a sanitizer or valgrind they are empty inline
 /// functions, so the strategies compile to exactly what they were without them.
@@ -98,4 +99,6 @@ void store_hidden(void* at, const T& value, [[maybe_unused]] std::size_t n) noex
   poison(at, n);
 }
 
-} // namespace memkit::detail
+} // namespace detail
+} // namespace MEMKIT_ABI
+} // namespace memkit

@@ -14,7 +14,9 @@
 
 #include "../config.hpp"
 
-namespace memkit::detail {
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace detail {
 
 /// Spacing of the small classes. Every block must hold the free-list link and honour
 /// `default_alignment` (16 on x86-64 and AArch64) without asking for more.
@@ -83,4 +85,6 @@ inline constexpr std::size_t class_count_limit = class_index(class_size_limit) +
 static_assert(class_size(class_count_limit - 1) == class_size_limit,
               "class_size_limit must be a class boundary");
 
-} // namespace memkit::detail
+} // namespace detail
+} // namespace MEMKIT_ABI
+} // namespace memkit

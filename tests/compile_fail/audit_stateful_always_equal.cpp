@@ -1,6 +1,7 @@
-// compile_fail/audit_seed000.cpp: seed 000's incident allocator, a stateful pool allocator that
-// claims every instance is interchangeable and does not propagate on move assignment, is rejected
-// by memkit::audit; the fixed twin (is_always_equal false, propagating) passes.
+// compile_fail/audit_stateful_always_equal.cpp: a stateful pool allocator that claims every
+// instance is interchangeable and does not propagate on move assignment (the container bug of
+// docs/background.md#stateful-always-equal) is rejected by memkit::audit; the fixed twin
+// (is_always_equal false, propagating) passes.
 #include <cstddef>
 #include <memory>
 #include <type_traits>
