@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <new>
 #include <string>
 #include <thread>
@@ -54,6 +56,13 @@ std::string placement(const std::vector<counter*>& counters) {
       static_cast<std::uintmax_t>(reinterpret_cast<std::uintptr_t>(counters[0]) % cache_line_size),
       shared ? "sharing a cache line" : "each on its own cache line");
   return text;
+}
+
+/// \returns the CPU time the calling thread has used, in ms.
+double thread_cpu_ms() noexcept {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
 }
 
 } // namespace
@@ -108,7 +117,9 @@ void add_false_sharing(registry& r, const params& p) {
        "false sharing between neighbouring counters: " + std::to_string(threads) + " threads, " +
            std::to_string(increments) +
            " atomic increments each on its own counter; std's counters are one array, the other "
-           "variants allocate each; the note says whether two landed on one cache line"});
+           "variants allocate each; the note says whether two landed on one cache line and how "
+           "many threads ran at a time (their CPU time over the wall time: false sharing costs "
+           "only while they run together)"});
   r.add<std_policy, packed_pool_policy, aligned_policy>(
       sharing, hint{sizeof(counter), threads},
       [threads, increments](auto& policy, std::string& note) {
@@ -116,26 +127,41 @@ void add_false_sharing(registry& r, const params& p) {
         // The workers start together: a worker that ran alone before the others started would
         // share its line with nobody.
         std::atomic<unsigned> ready{0};
+        std::vector<double> cpu_ms(threads);
         std::vector<std::thread> workers;
-        for (counter* c : counters.all()) {
-          workers.emplace_back([c, increments, threads, &ready] {
-            ready.fetch_add(1);
-            while (ready.load() != threads) {
-              std::this_thread::yield();
-            }
-            for (std::size_t i = 0; i < increments; ++i) {
-              c->fetch_add(1, std::memory_order_relaxed);
-            }
-          });
+        const auto start = std::chrono::steady_clock::now();
+        for (unsigned t = 0; t < threads; ++t) {
+          workers.emplace_back(
+              [c = counters.all()[t], &cpu = cpu_ms[t], increments, threads, &ready] {
+                ready.fetch_add(1);
+                while (ready.load() != threads) {
+                  std::this_thread::yield();
+                }
+                const double before = thread_cpu_ms();
+                for (std::size_t i = 0; i < increments; ++i) {
+                  c->fetch_add(1, std::memory_order_relaxed);
+                }
+                cpu = thread_cpu_ms() - before;
+              });
         }
         for (auto& w : workers) {
           w.join();
         }
+        const double wall_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
         std::uint64_t total = 0;
         for (const counter* c : counters.all()) {
           total += c->load();
         }
-        note = placement(counters.all());
+        double all_cpu_ms = 0;
+        for (const double ms : cpu_ms) {
+          all_cpu_ms += ms;
+        }
+        char together[64];
+        std::snprintf(together, sizeof together, "; threads ran %.1f at a time",
+                      wall_ms > 0 ? all_cpu_ms / wall_ms : 0.0);
+        note = placement(counters.all()) + together;
         return total;
       });
 }
