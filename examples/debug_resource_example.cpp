@@ -24,10 +24,10 @@ char* make_token(memkit::debug_resource<memkit::pool<>>& r, const char* word) {
 } // namespace
 
 int main() {
-  std::vector<memkit::debug_report> found;
+  std::vector<memkit::misuse_report> found;
   memkit::debug_options options;
   options.reaction = memkit::debug_reaction::handler;
-  options.handler = [&found](const memkit::debug_report& r) { found.push_back(r); };
+  options.handler = [&found](const memkit::misuse_report& r) { found.push_back(r); };
   // The pool's blocks hold the token plus the debug header and guards.
   memkit::debug_resource<memkit::pool<>> tokens(options,
                                                 memkit::debug_block_size(token_capacity, 1));
@@ -46,7 +46,7 @@ int main() {
     std::printf("found: %s\n", memkit::format(r, line, sizeof(line)));
   }
   // Exactly the 16-letter word overran its buffer.
-  return found.size() == 1 && found[0].mistake == memkit::debug_mistake::overrun &&
+  return found.size() == 1 && found[0].kind == memkit::misuse::overrun &&
                  found[0].pointer == live[3]
              ? 0
              : 1;

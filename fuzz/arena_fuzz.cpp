@@ -11,9 +11,9 @@ struct target : memkit::fuzz::target_defaults {
 
   static auto make(memkit::fuzz::byte_reader& in) {
     memkit::fuzz::caller_storage buffer(in, 16 * 1024);
-    memkit::arena_options o;
-    o.first_block_size = in.below(65537);
-    o.max_block_size = in.below((std::size_t{1} << 20) + 1);
+    memkit::arena_options o; // zero options are a constructor error, tested in arena_test
+    o.first_block_size = 1 + in.below(65536);
+    o.max_block_size = 1 + in.below(std::size_t{1} << 20);
     return memkit::fuzz::make_with_storage<resource>(
         std::move(buffer),
         [&](void* p, std::size_t n) { return resource(p, n, memkit::fuzz::upstream(), o); });

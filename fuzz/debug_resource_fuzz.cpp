@@ -23,7 +23,7 @@ struct target : memkit::fuzz::target_defaults {
     memkit::pool_options o;
     o.block_alignment = in.power_of_two(13);
     o.block_size = memkit::debug_block_size(in.below(513), o.block_alignment);
-    o.first_chunk_blocks = in.below(65);
+    o.first_chunk_blocks = 1 + in.below(64); // zero is a constructor error (pool_test)
     // Reactions other than abort would let a report go unnoticed.
     return std::make_unique<resource>(memkit::debug_options{}, o);
   }

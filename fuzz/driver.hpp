@@ -20,6 +20,7 @@
 #include "memkit/config.hpp"
 #include "memkit/error.hpp"
 #include "memkit/resource.hpp"
+#include "memkit/traits.hpp"
 #include "support/spy_resource.hpp"
 
 #if defined(MEMKIT_ASAN)
@@ -247,28 +248,15 @@ struct target_defaults {
 
 namespace detail {
 
-template <class R, class = void>
-struct marker_of {
+/// What the model stores for a marker: the strategy's marker type, or nothing without markers.
+template <class R, bool = has_markers_v<R>>
+struct marker_slot {
   struct type {};
-  static constexpr bool value = false;
 };
 template <class R>
-struct marker_of<R,
-                 std::void_t<decltype(std::declval<R&>().rollback(std::declval<R&>().marker()))>> {
-  using type = decltype(std::declval<R&>().marker());
-  static constexpr bool value = true;
+struct marker_slot<R, true> {
+  using type = marker_t<R>;
 };
-
-template <class R, class = void>
-struct has_in_use : std::false_type {};
-template <class R>
-struct has_in_use<R, std::void_t<decltype(std::declval<const R&>().in_use())>> : std::true_type {};
-
-template <class R, class = void>
-struct has_live_blocks : std::false_type {};
-template <class R>
-struct has_live_blocks<R, std::void_t<decltype(std::declval<const R&>().live_blocks())>>
-    : std::true_type {};
 
 /// Never owned by any strategy: not from the heap, not from any caller storage.
 inline std::byte foreign_bytes[16];
@@ -278,10 +266,10 @@ inline std::byte foreign_bytes[16];
 /// One input's run: the strategy, the model of its live blocks, and the checks.
 template <class Target, class Resource>
 class model {
-  using markers = detail::marker_of<Resource>;
   static constexpr bool has_owns = has_owns_v<Resource>;
-  static constexpr bool has_reset = memkit::detail::has_reset<Resource>::value;
-  static constexpr bool has_release = memkit::detail::has_release<Resource>::value;
+  static constexpr bool has_reset = has_reset_v<Resource>;
+  static constexpr bool has_release = has_release_v<Resource>;
+  static constexpr bool has_markers = has_markers_v<Resource>;
   /// Caps keep the model's scans cheap; the ops past them free blocks or drop markers instead.
   static constexpr std::size_t max_live = 512;
   static constexpr std::size_t max_markers = 16;
@@ -310,12 +298,12 @@ public:
       }
       break;
     case 15:
-      if constexpr (markers::value) {
+      if constexpr (has_markers) {
         return take_marker();
       }
       break;
     case 16:
-      if constexpr (markers::value) {
+      if constexpr (has_markers) {
         return marks_.empty() ? take_marker() : rollback(in.below(marks_.size()));
       }
       break;
@@ -356,7 +344,7 @@ private:
     std::size_t seq; ///< allocation number, from 1: orders blocks against markers
   };
   struct mark {
-    typename markers::type marker;
+    typename detail::marker_slot<Resource>::type marker;
     std::size_t seq; ///< blocks with a larger number die in a rollback to it
   };
 
@@ -520,10 +508,10 @@ private:
     for (const block& b : live_) {
       expect(intact(b), "live block overwritten", b.size, b.alignment);
     }
-    if constexpr (detail::has_in_use<Resource>::value) {
+    if constexpr (has_in_use_v<Resource>) {
       expect(r_.in_use() == live_.size(), "in_use() disagrees with the live blocks", r_.in_use());
     }
-    if constexpr (detail::has_live_blocks<Resource>::value) {
+    if constexpr (has_live_blocks_v<Resource>) {
       expect(r_.live_blocks() == live_.size(), "live_blocks() disagrees with the live blocks",
              r_.live_blocks());
     }

@@ -12,8 +12,8 @@ struct target : memkit::fuzz::target_defaults {
     o.block_size = in.below(2049);
     o.block_alignment = in.power_of_two(13); // above page_size too: the pool's slow path
     o.reserved_blocks = in.below(65);
-    o.first_chunk_blocks = in.below(65);
-    o.max_chunk_blocks = in.below(257);
+    o.first_chunk_blocks = 1 + in.below(64); // zero is a constructor error (pool_test)
+    o.max_chunk_blocks = 1 + in.below(256);
     return std::make_unique<resource>(o);
   }
 };

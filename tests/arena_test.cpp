@@ -400,10 +400,21 @@ TEST(Arena, DefaultMisuseHandlerAbortsOnAForeignMarker) {
   EXPECT_DEATH(a.rollback(b.marker()), "memkit::arena: bad marker");
 }
 
-TEST(Arena, ClampsBlockOptionsTooSmallToServeAnything) {
+TEST(Arena, ConstructorRejectsZeroBlockSizes) {
+  alignas(16) std::array<std::byte, 64> buffer{};
+  EXPECT_THROW(memkit::arena<>(memkit::malloc_resource{}, memkit::arena_options{0, 4096}),
+               memkit::bad_size);
+  EXPECT_THROW(memkit::arena<>(memkit::malloc_resource{}, memkit::arena_options{4096, 0}),
+               memkit::bad_size);
+  EXPECT_THROW(memkit::arena<>(buffer.data(), buffer.size(), memkit::malloc_resource{},
+                               memkit::arena_options{0, 0}),
+               memkit::bad_size);
+}
+
+TEST(Arena, RaisesBlockOptionsTooSmallToServeAnything) {
   spy_resource spy;
   {
-    spy_arena a{spy_ref(spy), memkit::arena_options{0, 0}};
+    spy_arena a{spy_ref(spy), memkit::arena_options{1, 1}};
     std::vector<std::pair<void*, std::size_t>> blocks;
     for (int i = 0; i < 20; ++i) {
       blocks.emplace_back(a.allocate(24, 8), 24);

@@ -18,14 +18,18 @@ using spy_ref = memkit::resource_ref<spy_resource>;
 
 // Each case builds one configured strategy, over a spy upstream where it has one. `request` is the
 // largest size the generic tests use; `lifo` says blocks must be freed in reverse order;
-// `exhaustible` is false for strategies with neither a capacity nor an upstream to limit them.
-template <class Resource, std::size_t Request, bool Lifo = false, bool Exhaustible = true>
+// `exhaustible` is false for strategies with neither a capacity nor an upstream to limit them;
+// `blocks_may_die` is false where reset(), release() or destruction must find no block live (the
+// node_pool's contract; the debug layer reports them as leaks).
+template <class Resource, std::size_t Request, bool Lifo = false, bool Exhaustible = true,
+          bool BlocksMayDie = true>
 struct case_traits {
   using resource = Resource;
   using holder = Resource;
   static constexpr std::size_t request = Request;
   static constexpr bool lifo = Lifo;
   static constexpr bool exhaustible = Exhaustible;
+  static constexpr bool blocks_may_die = BlocksMayDie;
   static resource& get(holder& h) { return h; }
 };
 
@@ -101,6 +105,27 @@ struct aligned_case : case_traits<memkit::aligned<spy_ref>, 200> {
   static auto make(spy_resource& spy) { return std::make_unique<holder>(spy_ref(spy)); }
 };
 
+// The first request of the generic tests adopts the node size; every other size and alignment
+// passes through to the upstream.
+struct node_pool_case : case_traits<memkit::node_pool<spy_ref>, 300, false, true, false> {
+  static constexpr const char* label = "NodePool";
+  static auto make(spy_resource& spy) { return std::make_unique<holder>(spy_ref(spy)); }
+};
+
+struct synchronized_case : case_traits<memkit::synchronized<memkit::pool<spy_ref>>, 64> {
+  static constexpr const char* label = "Synchronized";
+  static auto make(spy_resource& spy) { return std::make_unique<holder>(64, 4096, spy_ref(spy)); }
+};
+
+// Aborts on any misuse it detects: a correct caller never trips it.
+struct debug_resource_case
+    : case_traits<memkit::debug_resource<memkit::multipool<spy_ref>>, 700, false, true, false> {
+  static constexpr const char* label = "DebugResource";
+  static auto make(spy_resource& spy) {
+    return std::make_unique<holder>(memkit::debug_options{}, spy_ref(spy));
+  }
+};
+
 // Every block maps its own 2 MiB region straight from the OS: nothing limits it.
 struct huge_page_case : case_traits<memkit::huge_page_resource, 64 * 1024, false, false> {
   static constexpr const char* label = "HugePage";
@@ -160,7 +185,8 @@ protected:
 
 using cases = ::testing::Types<fixed_pool_case, pool_case, array_pool_case, arena_case, stack_case,
                                multipool_case, static_multipool_case, fallback_case, aligned_case,
-                               huge_page_case, huge_page_cache_case>;
+                               huge_page_case, huge_page_cache_case, node_pool_case,
+                               synchronized_case, debug_resource_case>;
 struct case_names {
   template <class Case>
   static std::string GetName(int) {
@@ -297,18 +323,31 @@ TYPED_TEST(Conformance, BlocksNeverOverlapUnderRandomSizesAndFreeOrders) {
 
 TYPED_TEST(Conformance, ReleaseAndDestructionReturnEveryChunkWithItsOwnSizeAndAlignment) {
   using resource = typename TypeParam::resource;
-  if constexpr (memkit::detail::has_release<resource>::value) {
+  if constexpr (memkit::has_release_v<resource>) {
     auto& r = this->r();
     const std::size_t size = std::min<std::size_t>(TypeParam::request, r.max_size());
+    std::vector<void*> blocks;
     for (int i = 0; i < 100; ++i) {
-      (void)r.allocate(size, 8);
+      blocks.push_back(r.allocate(size, 8));
+    }
+    if constexpr (!TypeParam::blocks_may_die) {
+      for (void* p : blocks) {
+        r.deallocate(p, size, 8);
+      }
     }
     r.release();
     EXPECT_EQ(this->spy_.blocks_in_use(), 0u);
+    blocks.clear();
     for (int i = 0; i < 100; ++i) {
-      (void)r.allocate(size, 8);
+      blocks.push_back(r.allocate(size, 8));
     }
-    // TearDown destroys the strategy with these blocks live and checks the spy again.
+    if constexpr (!TypeParam::blocks_may_die) {
+      for (void* p : blocks) {
+        r.deallocate(p, size, 8);
+      }
+    }
+    // TearDown destroys the strategy, with these blocks live where that is allowed, and checks
+    // the spy again.
   } else {
     GTEST_SKIP() << "no release(): blocks go back one by one, or live in caller storage";
   }
@@ -353,10 +392,16 @@ TYPED_TEST(Conformance, RandomOperationsAgreeWithAModel) {
       for (const auto& b : live) {
         ASSERT_TRUE(TestFixture::intact(b)) << "op " << i;
       }
-      if constexpr (memkit::detail::has_reset<resource>::value) {
+      if constexpr (!TypeParam::blocks_may_die) {
+        while (!live.empty()) {
+          this->give_back(live.back());
+          live.pop_back();
+        }
+      }
+      if constexpr (memkit::has_reset_v<resource>) {
         r.reset();
         live.clear();
-      } else if constexpr (memkit::detail::has_release<resource>::value) {
+      } else if constexpr (memkit::has_release_v<resource>) {
         r.release();
         live.clear();
       }

@@ -59,11 +59,11 @@ public:
     }
   }
 
-  template <class Q = R, class = std::enable_if_t<memkit::detail::has_array_path<Q>::value>>
+  template <class Q = R, class = std::enable_if_t<memkit::has_array_path_v<Q>>>
   void* allocate_array(std::size_t bytes, std::size_t alignment) {
     return record(r_.allocate_array(bytes, alignment), bytes, alignment, true);
   }
-  template <class Q = R, class = std::enable_if_t<memkit::detail::has_array_path<Q>::value>>
+  template <class Q = R, class = std::enable_if_t<memkit::has_array_path_v<Q>>>
   void deallocate_array(void* p, std::size_t bytes, std::size_t alignment) noexcept {
     if (p != nullptr && forget(p, bytes, alignment, true)) {
       r_.deallocate_array(p, bytes, alignment);

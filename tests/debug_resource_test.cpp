@@ -16,11 +16,11 @@
 
 namespace {
 
-using memkit::debug_mistake;
 using memkit::debug_options;
 using memkit::debug_reaction;
-using memkit::debug_report;
 using memkit::debug_resource;
+using memkit::misuse;
+using memkit::misuse_report;
 using spy_ref = memkit::resource_ref<memkit::test::spy_resource>;
 
 static_assert(memkit::is_resource_v<debug_resource<memkit::pool<>>>);
@@ -103,7 +103,7 @@ protected:
   auto make(bool lifo = false) {
     debug_options o;
     o.reaction = debug_reaction::handler;
-    o.handler = [this](const debug_report& r) {
+    o.handler = [this](const misuse_report& r) {
       reports_.push_back(r);
       names_.emplace_back(r.resource);
     };
@@ -117,16 +117,16 @@ protected:
   }
 
   /// Expects exactly one report, of `m` about `p`, naming the resource.
-  void expect_one(debug_mistake m, const void* p) {
+  void expect_one(misuse m, const void* p) {
     ASSERT_EQ(reports_.size(), 1u);
-    EXPECT_EQ(reports_[0].mistake, m) << memkit::to_string(reports_[0].mistake);
+    EXPECT_EQ(reports_[0].kind, m) << memkit::to_string(reports_[0].kind);
     EXPECT_STREQ(reports_[0].resource, Case::name);
     EXPECT_EQ(reports_[0].pointer, p);
     reports_.clear();
   }
 
   memkit::test::spy_resource spy_;
-  std::vector<debug_report> reports_;
+  std::vector<misuse_report> reports_;
   std::vector<std::string> names_; ///< copies: a report's name lives as long as its resource
 };
 
@@ -152,8 +152,8 @@ TYPED_TEST(DebugResource, ReportsADoubleFreeAndIgnoresIt) {
   void* p = r->allocate(block, align);
   r->deallocate(p, block, align);
   r->deallocate(p, block, align);
-  this->expect_one(debug_mistake::double_free, p);
-  EXPECT_EQ(r->mistakes(), 1u);
+  this->expect_one(misuse::double_free, p);
+  EXPECT_EQ(r->misuses(), 1u);
 }
 
 TYPED_TEST(DebugResource, ReportsAForeignPointerAndIgnoresIt) {
@@ -161,7 +161,7 @@ TYPED_TEST(DebugResource, ReportsAForeignPointerAndIgnoresIt) {
   alignas(16) unsigned char outside[block];
   void* p = r->allocate(block, align);
   r->deallocate(outside, block, align);
-  this->expect_one(debug_mistake::foreign_pointer, outside);
+  this->expect_one(misuse::foreign_pointer, outside);
   EXPECT_TRUE(r->is_live(p));
   r->deallocate(p, block, align);
   EXPECT_TRUE(this->reports_.empty());
@@ -175,7 +175,7 @@ TYPED_TEST(DebugResource, ReportsAWrongSizeOnDeallocateAndKeepsTheBlock) {
   EXPECT_EQ(this->reports_[0].size, block - 8);
   EXPECT_EQ(this->reports_[0].block_size, block);
   EXPECT_EQ(this->reports_[0].allocation, 1u);
-  this->expect_one(debug_mistake::size_mismatch, p);
+  this->expect_one(misuse::size_mismatch, p);
   EXPECT_TRUE(r->is_live(p));
   r->deallocate(p, block, align);
   EXPECT_TRUE(this->reports_.empty());
@@ -187,7 +187,7 @@ TYPED_TEST(DebugResource, ReportsAWrongAlignmentOnDeallocateAndKeepsTheBlock) {
   r->deallocate(p, block, align / 2);
   ASSERT_EQ(this->reports_.size(), 1u);
   EXPECT_EQ(this->reports_[0].block_alignment, align);
-  this->expect_one(debug_mistake::alignment_mismatch, p);
+  this->expect_one(misuse::alignment_mismatch, p);
   EXPECT_TRUE(r->is_live(p));
   r->deallocate(p, block, align);
 }
@@ -197,7 +197,7 @@ TYPED_TEST(DebugResource, ReportsAnOverrunByOneByteAndStillFreesTheBlock) {
   auto* p = static_cast<unsigned char*>(r->allocate(block, align));
   scribble(p + block);
   r->deallocate(p, block, align);
-  this->expect_one(debug_mistake::overrun, p);
+  this->expect_one(misuse::overrun, p);
   EXPECT_FALSE(r->is_live(p));
 }
 
@@ -206,7 +206,7 @@ TYPED_TEST(DebugResource, ReportsAnUnderrunByOneByteAndStillFreesTheBlock) {
   auto* p = static_cast<unsigned char*>(r->allocate(block, align));
   scribble(p - 1);
   r->deallocate(p, block, align);
-  this->expect_one(debug_mistake::underrun, p);
+  this->expect_one(misuse::underrun, p);
   EXPECT_FALSE(r->is_live(p));
 }
 
@@ -215,7 +215,7 @@ TYPED_TEST(DebugResource, ReportsALifoViolationWhenAskedAndKeepsBothBlocks) {
   void* a = r->allocate(block, align);
   void* b = r->allocate(block, align);
   r->deallocate(a, block, align);
-  this->expect_one(debug_mistake::lifo_violation, a);
+  this->expect_one(misuse::lifo_violation, a);
   EXPECT_TRUE(r->is_live(a));
   r->deallocate(b, block, align);
   r->deallocate(a, block, align);
@@ -228,7 +228,7 @@ TYPED_TEST(DebugResource, ReportsAFreeOfABlockThatDiedInResetAsUseAfterReset) {
   r->reset();
   EXPECT_FALSE(r->is_live(p));
   r->deallocate(p, block, align);
-  this->expect_one(debug_mistake::use_after_reset, p);
+  this->expect_one(misuse::use_after_reset, p);
   void* q = r->allocate(block, align);
   r->deallocate(q, block, align);
   EXPECT_TRUE(this->reports_.empty());
@@ -242,7 +242,7 @@ TYPED_TEST(DebugResource, ReportsEveryLeakAtDestructionOldestFirstAndReturnsTheB
   r->deallocate(c, block, align);
   r.reset();
   ASSERT_EQ(this->reports_.size(), 2u);
-  EXPECT_EQ(this->reports_[0].mistake, debug_mistake::leak);
+  EXPECT_EQ(this->reports_[0].kind, misuse::leak);
   EXPECT_EQ(this->reports_[0].pointer, a);
   EXPECT_EQ(this->reports_[0].allocation, 1u);
   EXPECT_EQ(this->reports_[0].block_size, block);
@@ -282,8 +282,8 @@ TYPED_TEST(DebugResource, KeepsTheContentsOfNonOverlappingBlocks) {
   EXPECT_TRUE(this->reports_.empty());
 }
 
-std::vector<debug_report>& recorded() {
-  static std::vector<debug_report> r;
+std::vector<misuse_report>& recorded() {
+  static std::vector<misuse_report> r;
   return r;
 }
 
@@ -291,7 +291,7 @@ debug_options recording() {
   recorded().clear();
   debug_options o;
   o.reaction = debug_reaction::handler;
-  o.handler = [](const debug_report& r) { recorded().push_back(r); };
+  o.handler = [](const misuse_report& r) { recorded().push_back(r); };
   return o;
 }
 
@@ -394,7 +394,7 @@ TEST(DebugResource, CheckReportsDamagedGuardsOfLiveBlocksOnce) {
   scribble(p + 16);
   r.check();
   ASSERT_EQ(recorded().size(), 1u);
-  EXPECT_EQ(recorded()[0].mistake, debug_mistake::overrun);
+  EXPECT_EQ(recorded()[0].kind, misuse::overrun);
   EXPECT_EQ(recorded()[0].pointer, p);
   r.check();
   r.deallocate(p, 16, 8);
@@ -409,7 +409,7 @@ TEST(DebugResource, DamagedHeaderIsReportedAsAnUnderrun) {
   scribble(p - 20);
   r.deallocate(p, 16, 8);
   ASSERT_EQ(recorded().size(), 1u);
-  EXPECT_EQ(recorded()[0].mistake, debug_mistake::underrun);
+  EXPECT_EQ(recorded()[0].kind, misuse::underrun);
 }
 
 TEST(DebugResource, DeferredThrowThrowsTheFirstMistakeFromTheNextAllocateOrCheck) {
@@ -424,19 +424,19 @@ TEST(DebugResource, DeferredThrowThrowsTheFirstMistakeFromTheNextAllocateOrCheck
     (void)r.allocate(16, 8);
     ADD_FAILURE() << "allocate did not throw";
   } catch (const memkit::misuse_error& e) {
-    EXPECT_EQ(e.report().mistake, debug_mistake::double_free);
+    EXPECT_EQ(e.report().kind, misuse::double_free);
     EXPECT_NE(std::string(e.what()).find(
                   "memkit::debug_resource<memkit::malloc_resource>: double free at"),
               std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(r.mistakes(), 2u);
+  EXPECT_EQ(r.misuses(), 2u);
   EXPECT_NO_THROW(r.check());
   void* q = r.allocate(16, 8);
   scribble(static_cast<unsigned char*>(q) + 16);
   EXPECT_THROW(r.check(), memkit::misuse_error);
   r.deallocate(q, 16, 8);
-  const std::logic_error& base = memkit::misuse_error(debug_report{});
+  const std::exception& base = memkit::misuse_error(misuse_report{});
   EXPECT_NE(base.what(), nullptr);
 }
 
@@ -452,17 +452,23 @@ TEST(DebugResource, WrapsAnExistingResourceThroughResourceRef) {
     r.deallocate(p, 24, 8);
   }
   ASSERT_EQ(recorded().size(), 1u);
-  EXPECT_EQ(recorded()[0].mistake, debug_mistake::double_free);
+  EXPECT_EQ(recorded()[0].kind, misuse::double_free);
 }
 
-TEST(DebugResource, ReportsTheMisuseKindsAsMisuseReports) {
-  debug_report r{debug_mistake::lifo_violation, "x", nullptr, 1, 2, 0, 0, 0};
-  memkit::misuse_report m = r.to_misuse_report();
-  EXPECT_EQ(m.kind, memkit::misuse::lifo_violation);
-  EXPECT_EQ(m.alignment, 2u);
-  r.mistake = debug_mistake::overrun;
-  EXPECT_EQ(r.to_misuse_report().kind, memkit::misuse::overrun);
-  EXPECT_STREQ(memkit::to_string(debug_mistake::leak), "leak");
+TEST(DebugResource, FormatsAReportWithTheBlockWhenItKnowsIt) {
+  misuse_report r{misuse::lifo_violation, "x", nullptr, 1, 2, 0, 0, 0};
+  char line[256];
+  const std::string plain = memkit::format(r, line, sizeof line);
+  EXPECT_EQ(plain.rfind("x: LIFO violation at ", 0), 0u) << plain;
+  EXPECT_NE(plain.find("(size 1, alignment 2)"), std::string::npos) << plain;
+  r.allocation = 3;
+  r.block_size = 32;
+  r.block_alignment = 16;
+  const std::string known = memkit::format(r, line, sizeof line);
+  EXPECT_NE(known.find("(size 1, alignment 2; block #3 of size 32, alignment 16)"),
+            std::string::npos)
+      << known;
+  EXPECT_STREQ(memkit::to_string(misuse::leak), "leak");
 }
 
 TEST(DebugResource, BlockSizeCoversHeaderGuardsAndAlignment) {
@@ -522,7 +528,7 @@ void expect_rollback_drops_younger_blocks(bool lifo, Args... args) {
   }
   r.deallocate(c, 40, 8);
   ASSERT_EQ(recorded().size(), 1u);
-  EXPECT_EQ(recorded()[0].mistake, debug_mistake::use_after_reset);
+  EXPECT_EQ(recorded()[0].kind, misuse::use_after_reset);
   EXPECT_EQ(recorded()[0].pointer, c);
   recorded().clear();
   r.rollback(m); // still valid: a mark-work-rollback loop reuses one marker
@@ -561,8 +567,8 @@ TEST(DebugResource, RollbackToABadMarkerIsReportedAndIgnored) {
   r.reset();
   r.rollback(outer); // from before the reset
   ASSERT_EQ(recorded().size(), 5u);
-  for (const debug_report& report : recorded()) {
-    EXPECT_EQ(report.mistake, debug_mistake::bad_marker);
+  for (const misuse_report& report : recorded()) {
+    EXPECT_EQ(report.kind, misuse::bad_marker);
   }
   EXPECT_EQ(recorded()[0].pointer, &ahead);
   EXPECT_EQ(recorded()[1].pointer, &foreign);

@@ -397,3 +397,21 @@ TEST(InlineFixedPool, WorksThroughAFixedPoolReference) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(FixedPool, ConstructorRejectsImpossibleBlocks) {
+  alignas(64) static unsigned char storage[1024];
+  EXPECT_THROW(memkit::fixed_pool(storage, sizeof storage, 32, 3), memkit::bad_alignment);
+  EXPECT_THROW(memkit::fixed_pool(storage, sizeof storage, 32, 0), memkit::bad_alignment);
+  EXPECT_THROW(memkit::fixed_pool(storage, sizeof storage, SIZE_MAX, 8), memkit::bad_size);
+  EXPECT_THROW(memkit::fixed_pool(storage, sizeof storage, memkit::unbounded_size + 1, 8),
+               memkit::bad_size);
+  memkit::fixed_pool zero(storage, sizeof storage, 0, 8); // served as the smallest block
+  EXPECT_EQ(zero.block_size(), sizeof(void*));
+  memkit::fixed_pool none(nullptr, 0, 32, 16); // no storage: always exhausted
+  EXPECT_EQ(none.capacity(), 0u);
+  EXPECT_THROW((void)none.allocate(32, 16), memkit::out_of_memory);
+}
+
+} // namespace

@@ -432,20 +432,88 @@ TEST(Multipool, ThrowsOutOfMemoryNamingItselfWhenTheUpstreamIsExhausted) {
   expect_clean(spy);
 }
 
-TEST(Multipool, ClampsItsOptionsAndSizesItsClassesFromThem) {
+TEST(Multipool, RoundsItsOptionsAndSizesItsClassesFromThem) {
   spy_resource spy;
-  heap_multipool small{spy_ref(spy), {1000, 0}};
+  heap_multipool small{spy_ref(spy), {1000, 8}};
   EXPECT_EQ(small.max_class_size(), 1024u);
   EXPECT_EQ(small.class_count(), class_index(1024) + 1);
   void* p = small.allocate(1024); // a chunk holds at least one block, whatever chunk_size says
-  EXPECT_EQ(spy.bytes_in_use(), 1024u + 32u);
+  EXPECT_EQ(spy.bytes_in_use(), 1024u + sizeof(memkit::detail::chunk));
   small.deallocate(p, 1024);
   heap_multipool huge{spy_ref(spy), {SIZE_MAX, 1 << 20}};
   EXPECT_EQ(huge.max_class_size(), class_size_limit);
   EXPECT_EQ(huge.class_count(), class_count_limit);
-  heap_multipool tiny{spy_ref(spy), {0, 64}};
+  heap_multipool tiny{spy_ref(spy), {1, 64}};
   EXPECT_EQ(tiny.max_class_size(), 16u);
   EXPECT_EQ(tiny.class_count(), 1u);
+}
+
+TEST(Multipool, ConstructorRejectsZeroOptions) {
+  alignas(16) static unsigned char buffer[1024];
+  EXPECT_THROW(memkit::multipool<>(memkit::malloc_resource{}, {0, 4096}), memkit::bad_size);
+  EXPECT_THROW(memkit::multipool<>(memkit::malloc_resource{}, {4096, 0}), memkit::bad_size);
+  EXPECT_THROW(memkit::multipool<>(buffer, sizeof buffer, {0, 4096}), memkit::bad_size);
+  EXPECT_THROW(memkit::multipool<>(buffer, sizeof buffer, {4096, 0}), memkit::bad_size);
+}
+
+// A static-mode pool cannot pass an over-aligned request to an upstream, so it honours an alignment
+// only if every size up to its class limit has a class that keeps it: exactly the powers of two
+// dividing the limit. Every alignment is tried against every class limit, at the smallest and the
+// largest size, on a fresh buffer: what max_alignment() promises is served, the rest is
+// bad_alignment, never out_of_memory.
+TEST(Multipool, StaticModeServesExactlyTheAlignmentsItReportsForEveryClassLimit) {
+  alignas(memkit::page_size) static unsigned char buffer[256 * 1024];
+  for (std::size_t c = 0; c < class_count_limit; ++c) {
+    const std::size_t limit = class_size(c);
+    static_multipool r(buffer, sizeof buffer, {limit, 4096});
+    ASSERT_EQ(r.max_class_size(), limit);
+    const std::size_t promised = std::min(memkit::detail::lowest_bit(limit), memkit::page_size);
+    EXPECT_EQ(r.max_alignment(), promised) << "class limit " << limit;
+    for (std::size_t a = 1; a <= 2 * memkit::page_size; a *= 2) {
+      SCOPED_TRACE("class limit " + std::to_string(limit) + ", alignment " + std::to_string(a));
+      for (const std::size_t bytes : {std::size_t{1}, limit}) {
+        if (a <= promised) {
+          void* p = r.allocate(bytes, a);
+          EXPECT_TRUE(memkit::detail::is_aligned(p, a));
+          EXPECT_TRUE(r.owns(p));
+          r.deallocate(p, bytes, a);
+        } else {
+          EXPECT_EQ(r.try_allocate(bytes, a), nullptr);
+          EXPECT_THROW((void)r.allocate(bytes, a), memkit::bad_alignment);
+        }
+      }
+    }
+    EXPECT_EQ(r.in_use(), 0u);
+  }
+}
+
+TEST(Multipool, HeapModeServesEveryAlignmentForEveryClassLimit) {
+  spy_resource spy;
+  for (std::size_t c = 0; c < class_count_limit; ++c) {
+    const std::size_t limit = class_size(c);
+    heap_multipool r{spy_ref(spy), {limit, 4096}};
+    EXPECT_GE(r.max_alignment(), memkit::page_size);
+    for (std::size_t a = 1; a <= 2 * memkit::page_size; a *= 2) {
+      for (const std::size_t bytes : {std::size_t{1}, limit}) {
+        void* p = r.allocate(bytes, a);
+        EXPECT_TRUE(memkit::detail::is_aligned(p, a)) << limit << " " << a;
+        r.deallocate(p, bytes, a);
+      }
+    }
+  }
+  expect_clean(spy);
+}
+
+TEST(Multipool, StaticModeReportsAFreeWithAnAlignmentItNeverServesAsAMismatch) {
+  alignas(64) static unsigned char buffer[64 * 1024];
+  static_multipool r(buffer, sizeof buffer, {1024, 4096});
+  misuse_recorder recorder;
+  void* p = r.allocate(8, 1024);
+  r.deallocate(p, 8, 2048);
+  ASSERT_EQ(recorder.reports().size(), 1u);
+  EXPECT_EQ(recorder.reports()[0].kind, memkit::misuse::alignment_mismatch);
+  r.deallocate(p, 8, 1024);
+  EXPECT_EQ(r.in_use(), 0u);
 }
 
 TEST(Multipool, StaticModeNeverTouchesAnUpstreamAndExhaustsCleanly) {

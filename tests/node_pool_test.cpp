@@ -23,7 +23,7 @@ using spy_ref = memkit::resource_ref<spy_resource>;
 using node_pool = memkit::node_pool<spy_ref>;
 
 static_assert(memkit::is_resource_v<node_pool>);
-static_assert(memkit::detail::has_array_path<node_pool>::value);
+static_assert(memkit::has_array_path_v<node_pool>);
 static_assert(!std::is_copy_constructible_v<node_pool> && !std::is_move_constructible_v<node_pool>);
 
 template <class T>
@@ -335,6 +335,19 @@ TEST(NodePool, ServesTheNodesOfEveryNodeContainerWithoutBeingToldTheirSize) {
     EXPECT_FALSE(p9.adopted());
   }
   expect_clean(spy);
+}
+
+} // namespace
+
+namespace {
+
+TEST(NodePool, ConstructorRejectsImpossibleNodes) {
+  EXPECT_THROW(memkit::node_pool<>(24, 3), memkit::bad_alignment);
+  EXPECT_THROW(memkit::node_pool<>(SIZE_MAX, 8), memkit::bad_size);
+  memkit::pool_options growth;
+  growth.max_chunk_blocks = 0;
+  EXPECT_THROW(memkit::node_pool<>(memkit::malloc_resource{}, growth), memkit::bad_size);
+  EXPECT_THROW(memkit::node_pool<>(24, 8, memkit::malloc_resource{}, growth), memkit::bad_size);
 }
 
 } // namespace

@@ -1,3 +1,4 @@
+#include "memkit/node_pool.hpp"
 #include "memkit/pool.hpp"
 
 #include <algorithm>
@@ -191,14 +192,21 @@ TEST(Pool, ChunksDoubleUpToTheCap) {
   fill_and_verify(blocks, pool.block_size());
 }
 
-TEST(Pool, OptionsAreClampedToWorkableValues) {
+TEST(Pool, ConstructorRejectsZeroChunkSizes) {
+  EXPECT_THROW(memkit::pool<>(options(8, 0, 16)), memkit::bad_size);
+  EXPECT_THROW(memkit::pool<>(options(8, 16, 0)), memkit::bad_size);
+  EXPECT_THROW(memkit::node_pool<>(memkit::malloc_resource{}, options(8, 0, 16)), memkit::bad_size);
+}
+
+TEST(Pool, CapBelowTheFirstChunkIsRaisedToIt) {
   spy_resource spy;
-  spy_pool pool(options(8, 0, 0), spy_ref(spy));
+  spy_pool pool(options(8, 2, 1), spy_ref(spy));
   pool.deallocate(pool.allocate(8), 8);
-  EXPECT_EQ(pool.capacity(), 1u);
-  (void)pool.allocate(8);
-  (void)pool.allocate(8);
   EXPECT_EQ(pool.capacity(), 2u);
+  for (int i = 0; i < 3; ++i) {
+    (void)pool.allocate(8);
+  }
+  EXPECT_EQ(pool.capacity(), 4u); // two chunks of two blocks: the cap is 2, not 1
   EXPECT_EQ(pool.chunk_count(), 2u);
 }
 

@@ -57,7 +57,7 @@ static_assert(std::is_same_v<traits::rebind_alloc<double>, static_allocator<doub
 static_assert(memkit::audit<spy_alloc>());
 static_assert(memkit::audit<static_allocator<int>>());
 static_assert(std::is_same_v<static_allocator<int>::resource_type,
-                             memkit::detail::locked_resource<memkit::multipool<>>>);
+                             memkit::synchronized<memkit::multipool<>>>);
 static_assert(std::is_same_v<static_allocator<int, memkit::unsynchronized_tag>::resource_type,
                              memkit::multipool<>>);
 

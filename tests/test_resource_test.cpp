@@ -173,7 +173,7 @@ TEST(ExceptionTestLoop, ThrowsALeakReportNamingTheLeakedBlock) {
     });
     ADD_FAILURE() << "the leak went unnoticed";
   } catch (const memkit::misuse_error& e) {
-    EXPECT_EQ(e.report().mistake, memkit::debug_mistake::leak);
+    EXPECT_EQ(e.report().kind, memkit::misuse::leak);
     EXPECT_EQ(e.report().size, 16u);
     EXPECT_EQ(e.report().allocation, 1u);
     EXPECT_NE(std::string(e.what()).find("loop: leak at"), std::string::npos) << e.what();

@@ -132,17 +132,4 @@ TEST(ResourceRef, SharesOneUpstreamBetweenHandles) {
   EXPECT_TRUE(spy.errors().empty());
 }
 
-TEST(Errors, DefaultMisuseHandlerAbortsWithAReportNamingTheMistake) {
-  memkit::null_resource r;
-  int x = 0;
-  EXPECT_DEATH(r.deallocate(&x, 4, 4), "memkit::null_resource: foreign pointer");
-}
-
-TEST(Errors, ExceptionsDeriveFromTheDocumentedStandardTypes) {
-  EXPECT_THROW((void)memkit::malloc_resource{}.allocate(8, 6), std::invalid_argument);
-  EXPECT_THROW((void)memkit::malloc_resource{}.allocate(SIZE_MAX, 8), std::bad_array_new_length);
-  EXPECT_THROW((void)memkit::malloc_resource{}.allocate(SIZE_MAX, 8), std::bad_alloc);
-  EXPECT_THROW((void)memkit::null_resource{}.allocate(8, 8), std::bad_alloc);
-}
-
 } // namespace

@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/isolation.hpp"
 #include "core/machine.hpp"
+#include "core/measure.hpp"
 #include "core/registry.hpp"
 #include "core/summary.hpp"
 #include "output/csv.hpp"
@@ -102,10 +102,10 @@ void print_list(const registry& reg) {
   std::cout << "\n";
 }
 
-/// Runs the global replacements on the selected workloads' std rows, inserting their rows after
-/// each workload's last row. \returns false if one was requested and failed.
-bool run_replacements(const batch_options& o, const std::vector<std::string>& workloads,
-                      std::vector<result>& rows) {
+/// Measures the selected workloads' std rows under each global replacement, inserting the rows
+/// after each workload's last row. \returns false if one was requested and failed.
+bool measure_under_replacements(const batch_options& o, const std::vector<std::string>& workloads,
+                                std::vector<result>& rows) {
   bool ok = true;
   const bool explicit_choice = !o.variants.empty();
   for (const auto& r : known_replacements()) {
@@ -246,7 +246,7 @@ int run_batch(const batch_options& o) {
   for (const auto& f : failed) {
     std::cerr << "memkit-bench: ERROR: " << f << "\n";
   }
-  ok = (child || run_replacements(o, chosen_workloads, rows)) && ok;
+  ok = (child || measure_under_replacements(o, chosen_workloads, rows)) && ok;
   if (!compare_rows(rows)) {
     std::cerr << "memkit-bench: ERROR: result hashes disagree (rows marked HASH MISMATCH)\n";
     ok = false;

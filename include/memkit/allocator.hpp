@@ -10,41 +10,12 @@
 
 #include "config.hpp"
 #include "resource.hpp"
+#include "traits.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
 
 namespace detail {
-
-/// Whether `R` serves arrays differently from single objects (node_pool does): it then provides
-/// `allocate_array` / `deallocate_array`, which `allocator` calls for every `n != 1` request.
-template <class R, class = void>
-struct has_array_path : std::false_type {};
-template <class R>
-struct has_array_path<
-    R, std::void_t<decltype(std::declval<R&>().allocate_array(std::size_t{}, std::size_t{})),
-                   decltype(std::declval<R&>().deallocate_array(nullptr, std::size_t{},
-                                                                std::size_t{}))>> : std::true_type {
-};
-
-template <class R, class = void>
-struct has_equality : std::false_type {};
-template <class R>
-struct has_equality<R, std::void_t<decltype(std::declval<const R&>() == std::declval<const R&>())>>
-    : std::true_type {};
-
-/// Whether two distinct resource objects can free each other's blocks: only when the resource type
-/// says so (stateless upstreams, `resource_ref`s to the same resource, `pmr_upstream`s).
-template <class R>
-bool interchangeable(const R& a, const R& b) noexcept {
-  if constexpr (has_equality<R>::value) {
-    return static_cast<bool>(a == b);
-  } else {
-    (void)a;
-    (void)b;
-    return false;
-  }
-}
 
 /// \returns `n * size` or throws `std::bad_array_new_length` when the product overflows, the
 /// standard's answer for an impossible array length.
@@ -61,7 +32,7 @@ std::size_t array_bytes(std::size_t n) {
 template <class T, class R>
 T* allocate_n(R& r, std::size_t n) {
   const std::size_t bytes = array_bytes<sizeof(T)>(n);
-  if constexpr (has_array_path<R>::value) {
+  if constexpr (has_array_path_v<R>) {
     if (n != 1) {
       return static_cast<T*>(r.allocate_array(bytes, alignof(T)));
     }
@@ -72,7 +43,7 @@ T* allocate_n(R& r, std::size_t n) {
 /// Returns storage from `allocate_n<T>(r, n)`.
 template <class T, class R>
 void deallocate_n(R& r, T* p, std::size_t n) noexcept {
-  if constexpr (has_array_path<R>::value) {
+  if constexpr (has_array_path_v<R>) {
     if (n != 1) {
       r.deallocate_array(p, n * sizeof(T), alignof(T));
       return;
@@ -109,8 +80,8 @@ void deallocate_n(R& r, T* p, std::size_t n) noexcept {
 /// container) that refers to it.
 template <class T, class Resource>
 class allocator {
-  static_assert(is_resource_v<Resource>,
-                "memkit::allocator<T, R>: R must implement the resource interface");
+  MEMKIT_STATIC_ASSERT_RESOURCE(Resource,
+                                "memkit::allocator<T, R>: R must implement the resource interface");
   static_assert(!std::is_const_v<T> && !std::is_reference_v<T> && !std::is_function_v<T>,
                 "memkit::allocator<T, R>: T must be a non-const object type");
 

@@ -9,7 +9,9 @@
 
 #include "config.hpp"
 #include "detail/align.hpp"
+#include "detail/assert.hpp"
 #include "detail/bump.hpp"
+#include "detail/carver.hpp"
 #include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
@@ -20,7 +22,9 @@ namespace memkit {
 inline namespace MEMKIT_ABI {
 
 /// How an arena sizes the blocks it takes from its upstream. Sizes are what the upstream is asked
-/// for, header included. Growth doubles from `first_block_size` up to `max_block_size`.
+/// for, header included. Growth doubles from `first_block_size` up to `max_block_size`. Zero is an
+/// error in either field; other values too small to hold a header and a block are raised to the
+/// smallest that does (docs/concepts.md, "Constructor arguments").
 struct arena_options {
   /// One page: a short-lived arena costs a single page, and malloc serves a page from its heap
   /// without an mmap (glibc's default mmap threshold is 128 KiB).
@@ -79,19 +83,20 @@ class arena : private detail::stats_recorder<arena<Upstream>> {
 
 public:
   /// \effects an empty arena drawing blocks from `upstream`; allocates nothing yet.
-  /// `options` are clamped so that a block holds at least its header and one aligned block, and
+  /// `options` are raised so that a block holds at least its header and one aligned block, and
   /// `max_block_size >= first_block_size`.
-  explicit arena(Upstream upstream = {}, arena_options options = {}) noexcept(
-      std::is_nothrow_move_constructible_v<Upstream>)
+  /// \throws bad_size if an option is zero.
+  explicit arena(Upstream upstream = {}, arena_options options = {})
       : arena(nullptr, 0, std::move(upstream), options) {}
 
   /// \effects an arena serving from `[buffer, buffer + size)` first, then from upstream blocks.
   /// The buffer is the caller's: the arena never frees it.
+  /// \throws bad_size if an option is zero.
   /// \requires the buffer stays valid and unused by others while the arena lives.
-  arena(void* buffer, std::size_t size, Upstream upstream = {},
-        arena_options options = {}) noexcept(std::is_nothrow_move_constructible_v<Upstream>)
+  arena(void* buffer, std::size_t size, Upstream upstream = {}, arena_options options = {})
       : cur_(static_cast<char*>(buffer)), end_(cur_ + size), begin_(cur_), buffer_(cur_),
-        buffer_size_(size), first_block_size_(std::max(options.first_block_size, min_block_size)),
+        buffer_size_(size),
+        first_block_size_(std::max(checked(options).first_block_size, min_block_size)),
         max_block_size_(std::max(options.max_block_size, first_block_size_)),
         next_block_size_(first_block_size_), upstream_(std::move(upstream)) {
     detail::poison(buffer_, buffer_size_);
@@ -219,6 +224,7 @@ public:
     begin_ = lo;
     cur_ = m.cur_;
     end_ = hi;
+    MEMKIT_ASSERT_EXPENSIVE(chain_well_formed());
   }
 
   /// \effects frees every block and invalidates every marker; keeps the upstream blocks for reuse,
@@ -227,6 +233,7 @@ public:
     this->on_reset();
     cache_blocks_until(nullptr);
     restart();
+    MEMKIT_ASSERT_EXPENSIVE(chain_well_formed());
   }
 
   /// \effects frees every block, invalidates every marker and returns every upstream block with the
@@ -259,6 +266,33 @@ private:
   /// Room for the header and one default-aligned block: smaller blocks could not serve anything.
   static constexpr std::size_t min_block_size = sizeof(block) + default_alignment;
 
+  static const arena_options& checked(const arena_options& o) {
+    if (MEMKIT_UNLIKELY(o.first_block_size == 0 || o.max_block_size == 0)) {
+      detail::throw_bad_geometry("memkit::arena", 0, default_alignment);
+    }
+    return o;
+  }
+
+  /// \returns whether the chain of blocks in use, newest first, counts down `used()` to the caller
+  /// buffer and ends, and whether the cache ends, each within `limit` steps. O(upstream blocks);
+  /// for `MEMKIT_ASSERT_EXPENSIVE`.
+  bool chain_well_formed(std::size_t limit = static_cast<std::size_t>(-1) / 2) const noexcept {
+    std::size_t n = 0;
+    std::size_t above = used();
+    for (const block* b = current_; b != nullptr; b = b->prev) {
+      if (++n > limit || b->used_before > above || b->size < min_block_size) {
+        return false;
+      }
+      above = b->used_before;
+    }
+    for (const block* b = cached_; b != nullptr; b = b->prev) {
+      if (++n > limit) {
+        return false;
+      }
+    }
+    return current_ != nullptr || begin_ == buffer_;
+  }
+
   static char* data(const block* b) noexcept {
     return reinterpret_cast<char*>(const_cast<block*>(b)) + sizeof(block);
   }
@@ -288,7 +322,9 @@ private:
     begin_ = data(b);
     cur_ = begin_;
     end_ = end(b);
+    MEMKIT_ASSERT_EXPENSIVE(chain_well_formed());
     void* const p = detail::bump(cur_, end_, bytes, alignment);
+    MEMKIT_ASSERT_INTERNAL(p != nullptr && begin_ <= cur_ && cur_ <= end_);
     detail::hand_out(p, bytes);
     return p;
   }

@@ -4,12 +4,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <stdexcept>
 #include <utility>
 
 #include "config.hpp"
 #include "detail/align.hpp"
+#include "detail/assert.hpp"
 #include "detail/block_index.hpp"
+#include "detail/carver.hpp"
 #include "detail/fit_table.hpp"
 #include "detail/poison.hpp"
 #include "error.hpp"
@@ -42,45 +43,42 @@ public:
 
   /// \effects a pool of `capacity` blocks of `block_size` bytes (0 counts as 1) rounded up to a
   /// multiple of `block_alignment`, every block aligned to it. Allocates nothing.
-  /// \throws bad_alignment if `block_alignment` is not a power of two; std::length_error if
-  /// `capacity` exceeds UINT32_MAX (the stack holds 32-bit indices) or the arrays' sizes overflow.
-  /// These are errors in the arguments, not exhaustion.
+  /// \throws bad_alignment if `block_alignment` is not a power of two; bad_size if `capacity`
+  /// exceeds UINT32_MAX (the stack holds 32-bit indices) or the arrays' sizes overflow
+  /// (docs/concepts.md, "Constructor arguments"). A capacity of 0 makes a pool that is always
+  /// exhausted.
   array_pool(std::size_t block_size, std::size_t capacity, std::size_t block_alignment,
              Upstream upstream = Upstream{})
       : block_size_(detail::round_up(block_size == 0 ? 1 : block_size, block_alignment)),
         block_alignment_(block_alignment), fits_(block_size_, block_alignment_),
         capacity_(capacity), upstream_(std::move(upstream)) {
-    if (!detail::is_valid_alignment(block_alignment)) {
-      throw bad_alignment(name(), block_size, block_alignment);
-    }
-    if (capacity > std::numeric_limits<std::uint32_t>::max()) {
-      throw std::length_error("memkit::array_pool: capacity above UINT32_MAX");
-    }
-    if (block_size_ == 0 || capacity > std::numeric_limits<std::size_t>::max() / block_size_ ||
-        capacity >= std::numeric_limits<std::size_t>::max() / sizeof(std::uint32_t)) {
-      throw std::length_error("memkit::array_pool: block_size * capacity overflows");
+    if (MEMKIT_UNLIKELY(!detail::is_valid_alignment(block_alignment) || block_size_ == 0 ||
+                        capacity > std::numeric_limits<std::uint32_t>::max() ||
+                        capacity > unbounded_size / block_size_ ||
+                        capacity >= unbounded_size / sizeof(std::uint32_t))) {
+      detail::throw_bad_geometry(name(), block_size, block_alignment);
     }
     index_ = detail::block_index(block_size_);
   }
 
+  /// \effects release(). Not copyable: blocks point into it.
+  ~array_pool() { release(); }
   array_pool(const array_pool&) = delete;
   array_pool& operator=(const array_pool&) = delete;
 
-  /// \effects release().
-  ~array_pool() { release(); }
-
   const char* name() const noexcept { return "memkit::array_pool"; }
-  /// \returns `block_size()`: every request up to it is served from one block.
-  std::size_t max_size() const noexcept { return block_size_; }
-  /// \returns `block_alignment()`.
-  std::size_t max_alignment() const noexcept { return block_alignment_; }
+  /// \returns how many blocks the pool holds, and how many of them are allocated and not yet
+  /// returned.
+  std::size_t capacity() const noexcept { return capacity_; }
+  std::size_t in_use() const noexcept { return carved_ - top_; }
 
-  /// \returns the block size rounded up to a multiple of the block alignment.
+  /// \returns the block size rounded up to a multiple of the block alignment, and that alignment;
+  /// every request within both is served from one block, so they are max_size() and
+  /// max_alignment() too.
   std::size_t block_size() const noexcept { return block_size_; }
   std::size_t block_alignment() const noexcept { return block_alignment_; }
-  std::size_t capacity() const noexcept { return capacity_; }
-  /// \returns how many blocks are allocated and not yet returned.
-  std::size_t in_use() const noexcept { return carved_ - top_; }
+  std::size_t max_size() const noexcept { return block_size_; }
+  std::size_t max_alignment() const noexcept { return block_alignment_; }
 
   /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1).
   using detail::stats_recorder<array_pool<Upstream>>::stats;
@@ -166,6 +164,14 @@ public:
   }
 
 private:
+  // Out of line with three arguments, like the call it replaces: the seven of
+  // detail::reject_block, inlined into deallocate, cost the allocation loop a register (callgrind
+  // of bench/pair_loop.cpp: one instruction more per allocate/deallocate pair).
+  MEMKIT_NOINLINE MEMKIT_COLD void reject(const void* p, std::size_t bytes,
+                                          std::size_t alignment) const noexcept {
+    detail::reject_block(name(), owns(p), p, bytes, alignment, block_size_, block_alignment_);
+  }
+
   /// Index 0 of the stack is a sentinel no block has, so that the double-free test in deallocate
   /// reads the top entry without first testing for an empty stack. Capacity <= UINT32_MAX keeps
   /// every real index below it.
@@ -181,12 +187,17 @@ private:
   std::size_t stack_bytes() const noexcept { return (capacity_ + 1) * sizeof(std::uint32_t); }
 
   /// No returned block is waiting: hand out the next block never used before, if any, obtaining
-  /// the arrays first if this is the first one.
+  /// the arrays first if this is the first one. Blocks are found by index (the free stack holds
+  /// indices), so the next one is too, rather than by a detail::carver: keeping a carver's two
+  /// pointers beside the count made reset() and release() heavier where they inline, and GCC 12
+  /// then spilled a register of the allocation loop (callgrind of bench/pair_loop.cpp: one
+  /// instruction more per allocation).
   MEMKIT_NOINLINE void* carve(std::size_t bytes) noexcept {
     if (carved_ == capacity_ || (storage_ == nullptr && !acquire())) {
       return nullptr;
     }
     unsigned char* const p = storage_ + carved_++ * block_size_;
+    MEMKIT_ASSERT_INTERNAL(carved_ <= capacity_ && top_ < carved_);
     detail::hand_out(p, bytes);
     return p;
   }
@@ -209,15 +220,6 @@ private:
     detail::poison(storage_, storage_bytes());
     stack_[0] = no_block;
     return true;
-  }
-
-  MEMKIT_NOINLINE MEMKIT_COLD void reject(void* p, std::size_t bytes,
-                                          std::size_t alignment) const noexcept {
-    if (p != nullptr) {
-      report_misuse(
-          detail::classify_block_misuse(owns(p), bytes, alignment, block_size_, block_alignment_),
-          name(), p, bytes, alignment);
-    }
   }
 
   unsigned char* storage_ = nullptr;

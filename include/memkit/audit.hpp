@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "config.hpp"
+#include "traits.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
@@ -38,15 +39,6 @@ template <class A>
 struct can_deallocate<
     A, std::void_t<decltype(std::declval<A&>().deallocate(
            std::declval<typename std::allocator_traits<A>::pointer>(), std::size_t{}))>>
-    : std::true_type {};
-
-template <class A, class = void>
-struct comparable : std::false_type {};
-template <class A>
-struct comparable<
-    A,
-    std::void_t<decltype(static_cast<bool>(std::declval<const A&>() == std::declval<const A&>())),
-                decltype(static_cast<bool>(std::declval<const A&>() != std::declval<const A&>()))>>
     : std::true_type {};
 
 template <class A, class U, class = void>
@@ -103,7 +95,7 @@ struct allocator_audit {
   // conjunction: the later checks need value_type and must not even be instantiated without it.
   static constexpr bool has_deallocate = std::conjunction_v<detail::audit_probe::has_value_type<A>,
                                                             detail::audit_probe::can_deallocate<A>>;
-  static constexpr bool equality_comparable = detail::audit_probe::comparable<A>::value;
+  static constexpr bool equality_comparable = has_equality_v<A>;
   static constexpr bool copyable = std::is_copy_constructible_v<A>;
   /// Node containers allocate through `rebind_alloc<Node>` built from the user's allocator.
   static constexpr bool rebinds =

@@ -34,6 +34,14 @@
 #define MEMKIT_ALWAYS_INLINE inline
 #endif
 
+/// Whether C++20 concepts are available: traits.hpp then also offers each trait as a concept, whose
+/// failures name the missing member.
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+#define MEMKIT_CONCEPTS 1
+#else
+#define MEMKIT_CONCEPTS 0
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // The switchboard: every MEMKIT_* build switch is defined here and nowhere else (docs/options.md).
 // CMake sets them on memkit::memkit's interface (MEMKIT_DEBUG, MEMKIT_STATISTICS, MEMKIT_VALGRIND);

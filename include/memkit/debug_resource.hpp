@@ -1,5 +1,5 @@
 // memkit/debug_resource.hpp: a checking wrapper around any strategy: guard bytes, fill patterns,
-// a registry of blocks, and a report naming the resource, the address and the mistake.
+// a registry of blocks, and a report naming the resource, the address and the misuse.
 #pragma once
 
 #include <algorithm>
@@ -9,7 +9,6 @@
 #include <cstring>
 #include <functional>
 #include <iterator>
-#include <stdexcept>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -20,68 +19,12 @@
 #include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
+#include "traits.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
 
-/// What a `debug_resource` found: a `memkit::misuse` kind. `overrun`, `underrun`, `use_after_reset`
-/// and `leak` need the debug layer's guards, fill patterns or registry to be seen at all.
-using debug_mistake = misuse;
-
-/// One mistake found by a `debug_resource`: the `misuse_report` fields, plus what the registry
-/// knew about the block (zero when the pointer matched no block).
-struct debug_report {
-  debug_mistake mistake;
-  const char* resource;        ///< `name()` of the debug resource; valid while it lives
-  const void* pointer;         ///< the pointer passed in, or the leaked block
-  std::size_t size;            ///< the size passed in (a leak: the size allocated)
-  std::size_t alignment;       ///< the alignment passed in (a leak: the alignment allocated)
-  std::size_t block_size;      ///< the size the block was allocated with
-  std::size_t block_alignment; ///< the alignment the block was allocated with
-  std::size_t allocation;      ///< the block's allocation number, from 1; 0 if unknown
-
-  /// \returns the report as the process-wide misuse handler takes it.
-  misuse_report to_misuse_report() const noexcept {
-    return misuse_report{mistake, resource, pointer, size, alignment};
-  }
-};
-
-/// Writes `r` as one line, `memkit::debug_resource<memkit::pool>: double free at 0x... (size 32,
-/// alignment 16; block #3 of size 32, alignment 16)`, into `buffer` (truncated to `n`; never
-/// allocates). \returns `buffer`.
-inline const char* format(const debug_report& r, char* buffer, std::size_t n) noexcept {
-  if (r.allocation != 0) {
-    std::snprintf(buffer, n,
-                  "%s: %s at %p (size %zu, alignment %zu; block #%zu of size %zu, alignment %zu)",
-                  r.resource, to_string(r.mistake), r.pointer, r.size, r.alignment, r.allocation,
-                  r.block_size, r.block_alignment);
-  } else {
-    std::snprintf(buffer, n, "%s: %s at %p (size %zu, alignment %zu)", r.resource,
-                  to_string(r.mistake), r.pointer, r.size, r.alignment);
-  }
-  return buffer;
-}
-
-/// Thrown by a `debug_resource` in `debug_reaction::deferred_throw` mode (from `allocate()` or
-/// `check()`, never from `deallocate`, which is noexcept), and by `exception_test_loop` when a
-/// run leaked. A programming error, hence `std::logic_error`.
-class misuse_error : public std::logic_error {
-public:
-  explicit misuse_error(const debug_report& r) noexcept
-      : std::logic_error("memkit::misuse_error"), report_(r) {
-    format(r, message_, sizeof(message_));
-  }
-  const char* what() const noexcept override { return message_; }
-  /// \returns the first mistake found. Its `resource` pointer is valid while the resource lives;
-  /// `what()` holds a copy of the whole line.
-  const debug_report& report() const noexcept { return report_; }
-
-private:
-  debug_report report_;
-  char message_[256];
-};
-
-/// What a `debug_resource` does with a mistake.
+/// What a `debug_resource` does with a misuse.
 enum class debug_reaction {
   abort,          ///< print the report to stderr and abort (the default)
   handler,        ///< call `debug_options::handler` and carry on (see `debug_resource`)
@@ -91,9 +34,9 @@ enum class debug_reaction {
 /// Per-instance settings of a `debug_resource`.
 struct debug_options {
   debug_reaction reaction = debug_reaction::abort;
-  /// Called for every mistake in `handler` mode; empty: the report is printed to stderr instead.
+  /// Called for every misuse in `handler` mode; empty: the report is printed to stderr instead.
   /// It is called from noexcept functions, so it must not throw.
-  std::function<void(const debug_report&)> handler;
+  std::function<void(const misuse_report&)> handler;
   /// Check that blocks are freed in reverse allocation order (a stack's contract).
   bool lifo = false;
   /// Guard bytes on each side of a block, rounded up to a multiple of 8 and at least 8. 16 covers
@@ -123,14 +66,6 @@ struct debug_header {
 
 /// An arbitrary odd 64-bit constant; it only has to differ from what a stray write leaves.
 inline constexpr std::size_t debug_cookie = static_cast<std::size_t>(0x9E3779B97F4A7C15ull);
-
-/// Whether `R` has markers: `marker()`, `rollback(marker)` and `used()` (arena, stack).
-template <class R, class = void>
-struct has_rollback : std::false_type {};
-template <class R>
-struct has_rollback<
-    R, std::void_t<decltype(std::declval<R&>().rollback(std::declval<const R&>().marker())),
-                   decltype(std::declval<const R&>().used())>> : std::true_type {};
 
 constexpr std::size_t debug_guard(std::size_t requested) noexcept {
   const std::size_t g = round_up(requested, alignof(debug_header));
@@ -196,7 +131,7 @@ private:
 /// `Resource` is held by value and built in place from the constructor's arguments;
 /// `debug_resource<resource_ref<R>>` checks a resource that lives elsewhere.
 ///
-/// On a mistake (`debug_options::reaction`): `abort` prints the report and aborts; `handler` calls
+/// On a misuse (`debug_options::reaction`): `abort` prints the report and aborts; `handler` calls
 /// the handler and goes on: a free with a wrong pointer, size, alignment or order is then ignored
 /// (the block stays live, the wrapped resource untouched), while damaged guards are reported and
 /// the block is still freed, since the call itself was right; `deferred_throw` does the same and
@@ -211,9 +146,9 @@ private:
 /// allocations; beyond 65536 dead entries they are forgotten.
 template <class Resource>
 class debug_resource {
-  static_assert(is_resource_v<Resource>,
-                "memkit::debug_resource<R>: R must implement the resource interface "
-                "(docs/concepts.md)");
+  MEMKIT_STATIC_ASSERT_RESOURCE(Resource,
+                                "memkit::debug_resource<R>: R must implement the resource "
+                                "interface (docs/concepts.md)");
 
 public:
   /// \effects wraps a `Resource` built from `args` (none: default-constructed), checking it
@@ -225,7 +160,7 @@ public:
     std::snprintf(name_, sizeof(name_), "memkit::debug_resource<%s>", r_.name());
   }
 
-  /// \effects wraps a default-constructed `Resource` with the default options (abort on mistakes).
+  /// \effects wraps a default-constructed `Resource` with the default options (abort on misuses).
   debug_resource() : debug_resource(debug_options{}) {}
 
   debug_resource(const debug_resource&) = delete;
@@ -248,7 +183,7 @@ public:
   std::size_t max_alignment() const noexcept { return r_.max_alignment(); }
 
   /// \returns a block of `bytes` (1 if 0) aligned to `alignment`, filled with `debug_fresh_byte`.
-  /// \throws misuse_error first if a mistake is pending (`deferred_throw`); then bad_alignment,
+  /// \throws misuse_error first if a misuse is pending (`deferred_throw`); then bad_alignment,
   /// bad_size or out_of_memory, naming this resource (docs/concepts.md, "Errors").
   void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
     throw_pending();
@@ -290,7 +225,7 @@ public:
   }
 
   /// \effects checks the call against the registry and the block's guards, fills the block with
-  /// `debug_freed_byte` and returns it to the wrapped resource. A mistake is reported as the
+  /// `debug_freed_byte` and returns it to the wrapped resource. A misuse is reported as the
   /// class comment says; `deallocate(nullptr, …)` does nothing.
   void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (p == nullptr) {
@@ -328,7 +263,7 @@ public:
   /// \effects fills every live block with `debug_freed_byte`, marks them dead (a later
   /// `deallocate` of one is reported as `use_after_reset`) and resets the wrapped resource.
   /// Present when the wrapped resource has `reset()`.
-  template <class R = Resource, class = std::enable_if_t<detail::has_reset<R>::value>>
+  template <class R = Resource, class = std::enable_if_t<has_reset_v<R>>>
   void reset() noexcept {
     bury_all();
     r_.reset();
@@ -337,7 +272,7 @@ public:
   /// \returns the current position of the wrapped strategy, to pass to `rollback()`. Present when
   /// it has markers (arena, stack).
   /// \throws std::bad_alloc if the list of valid markers cannot grow.
-  template <class R = Resource, class = std::enable_if_t<detail::has_rollback<R>::value>>
+  template <class R = Resource, class = std::enable_if_t<has_markers_v<R>>>
   auto marker() -> debug_marker<decltype(std::declval<const R&>().marker())> {
     marks_.push_back(marks_taken_ + 1);
     ++marks_taken_;
@@ -349,12 +284,11 @@ public:
   /// strategy back to `m`. O(addresses in the registry). A marker of another resource, from before
   /// a `reset()`, `release()` or a rollback to an older marker, or ahead of the current position
   /// (its blocks freed since) is reported as `bad_marker` and ignored.
-  template <class Marker, class R = Resource,
-            class = std::enable_if_t<detail::has_rollback<R>::value>>
+  template <class Marker, class R = Resource, class = std::enable_if_t<has_markers_v<R>>>
   void rollback(const debug_marker<Marker>& m) noexcept {
     const auto valid = std::find(marks_.rbegin(), marks_.rend(), m.serial_);
     if (m.owner_ != this || valid == marks_.rend() || m.used_ > r_.used()) {
-      react({debug_mistake::bad_marker, name_, &m, 0, 0, 0, 0, 0});
+      react({misuse::bad_marker, name_, &m, 0, 0, 0, 0, 0});
       return;
     }
     marks_.erase(valid.base(), marks_.end()); // markers taken after `m` lie in the freed part
@@ -370,8 +304,15 @@ public:
     r_.rollback(m.inner_);
   }
 
+  /// \returns the wrapped strategy's `used()`: its bytes in use, debug overhead included. Present
+  /// when it has markers, so that a `debug_resource` over one has markers too.
+  template <class R = Resource, class = std::enable_if_t<has_markers_v<R>>>
+  std::size_t used() const noexcept {
+    return r_.used();
+  }
+
   /// \effects as `reset()`, then releases the wrapped resource. Present when it has `release()`.
-  template <class R = Resource, class = std::enable_if_t<detail::has_release<R>::value>>
+  template <class R = Resource, class = std::enable_if_t<has_release_v<R>>>
   void release() noexcept {
     bury_all();
     r_.release();
@@ -379,7 +320,7 @@ public:
 
   /// \effects checks the guards of every live block, reporting each damaged one once (its guards
   /// are then repainted). O(addresses in the registry).
-  /// \throws misuse_error in `deferred_throw` mode if a mistake is pending (then cleared).
+  /// \throws misuse_error in `deferred_throw` mode if a misuse is pending (then cleared).
   void check() {
     for (const auto& [p, b] : blocks_) {
       if (b.state == block_state::live) {
@@ -398,8 +339,8 @@ public:
   std::size_t live_blocks() const noexcept { return live_count_; }
   /// \returns the number of blocks ever handed out; the last one's allocation number.
   std::size_t allocations() const noexcept { return allocations_; }
-  /// \returns the number of mistakes found so far, in every mode.
-  std::size_t mistakes() const noexcept { return mistakes_; }
+  /// \returns the number of misuses found so far, in every mode.
+  std::size_t misuses() const noexcept { return misuses_; }
 
   /// The wrapped resource, read-only: allocating or freeing through it would bypass the checks.
   const Resource& resource() const noexcept { return r_; }
@@ -510,14 +451,14 @@ private:
                            stored.cookie == (b.number ^ detail::debug_cookie);
     const std::size_t n = b.size == 0 ? 1 : b.size;
     if (!header_ok || !intact(p - guard_)) {
-      react({debug_mistake::underrun, name_, p, bytes, alignment, b.size, b.alignment, b.number});
+      react({misuse::underrun, name_, p, bytes, alignment, b.size, b.alignment, b.number});
       const detail::debug_header fixed{b.size, b.alignment, b.number,
                                        b.number ^ detail::debug_cookie};
       std::memcpy(h, &fixed, sizeof(fixed));
       std::memset(p - guard_, debug_guard_byte, guard_);
     }
     if (!intact(p + n)) {
-      react({debug_mistake::overrun, name_, p, bytes, alignment, b.size, b.alignment, b.number});
+      react({misuse::overrun, name_, p, bytes, alignment, b.size, b.alignment, b.number});
       std::memset(p + n, debug_guard_byte, guard_);
     }
     cover(p, n, std::max(b.alignment, alignof(detail::debug_header)));
@@ -536,26 +477,25 @@ private:
                                                   std::size_t alignment) noexcept {
     const auto d = blocks_.find(p);
     if (d == blocks_.end()) {
-      react({debug_mistake::foreign_pointer, name_, p, bytes, alignment, 0, 0, 0});
+      react({misuse::foreign_pointer, name_, p, bytes, alignment, 0, 0, 0});
       return;
     }
     const block_info& b = d->second;
-    react({b.state == block_state::reset ? debug_mistake::use_after_reset
-                                         : debug_mistake::double_free,
-           name_, p, bytes, alignment, b.size, b.alignment, b.number});
+    react({b.state == block_state::reset ? misuse::use_after_reset : misuse::double_free, name_, p,
+           bytes, alignment, b.size, b.alignment, b.number});
   }
 
   MEMKIT_NOINLINE MEMKIT_COLD void report_wrong_call(void* p, std::size_t bytes,
                                                      std::size_t alignment,
                                                      const block_info& b) noexcept {
-    const debug_mistake m = bytes != b.size            ? debug_mistake::size_mismatch
-                            : alignment != b.alignment ? debug_mistake::alignment_mismatch
-                                                       : debug_mistake::lifo_violation;
+    const misuse m = bytes != b.size            ? misuse::size_mismatch
+                     : alignment != b.alignment ? misuse::alignment_mismatch
+                                                : misuse::lifo_violation;
     react({m, name_, p, bytes, alignment, b.size, b.alignment, b.number});
   }
 
-  MEMKIT_NOINLINE MEMKIT_COLD void react(const debug_report& r) noexcept {
-    ++mistakes_;
+  MEMKIT_NOINLINE MEMKIT_COLD void react(const misuse_report& r) noexcept {
+    ++misuses_;
     char line[256];
     switch (options_.reaction) {
     case debug_reaction::abort:
@@ -603,10 +543,10 @@ private:
               [](const auto& x, const auto& y) { return x.second.number < y.second.number; });
     const bool print_and_abort = options_.reaction != debug_reaction::handler;
     for (const auto& [p, b] : leaks) {
-      const debug_report r{debug_mistake::leak, name_,  p,           b.size,
-                           b.alignment,         b.size, b.alignment, b.number};
+      const misuse_report r{misuse::leak, name_,  p,           b.size,
+                            b.alignment,  b.size, b.alignment, b.number};
       if (print_and_abort) {
-        ++mistakes_;
+        ++misuses_;
         char line[256];
         std::fprintf(stderr, "memkit: %s\n", format(r, line, sizeof(line)));
       } else {
@@ -640,9 +580,9 @@ private:
   std::size_t live_count_ = 0;
   std::size_t dead_count_ = 0;
   std::size_t allocations_ = 0;
-  std::size_t mistakes_ = 0;
+  std::size_t misuses_ = 0;
   bool pending_ = false;
-  debug_report pending_report_{};
+  misuse_report pending_report_{};
   char name_[96];
 };
 

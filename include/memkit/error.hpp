@@ -1,14 +1,14 @@
 // memkit/error.hpp: what memkit throws on bad requests and reports on misuse (docs/concepts.md,
-// "Errors"; every case is listed in docs/bad-input.md).
+// "Errors"; every case is listed in docs/bad-input.md). No exception here allocates, to be
+// constructed, copied or asked for `what()`: an exhausted heap must still be able to report.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <new>
-#include <stdexcept>
-#include <utility>
 
 #include "config.hpp"
 #include "detail/align.hpp"
@@ -41,11 +41,8 @@ private:
   char message_[192];
 };
 
-} // namespace detail
-
-namespace detail {
-
-/// The part every memkit exception shares: `what()` and the accessors, over a standard base.
+/// The part every memkit exception shares: `what()` and the accessors, over a standard base whose
+/// constructor does not allocate (`std::bad_alloc`, `std::bad_array_new_length`).
 template <class Base>
 class error : public Base {
 public:
@@ -56,9 +53,7 @@ public:
   std::size_t alignment() const noexcept { return info_.alignment(); }
 
 protected:
-  template <class... BaseArgs>
-  error(const error_info& info, BaseArgs&&... base_args)
-      : Base(std::forward<BaseArgs>(base_args)...), info_(info) {}
+  explicit error(const error_info& info) noexcept : info_(info) {}
 
 private:
   error_info info_;
@@ -83,12 +78,15 @@ public:
 };
 
 /// Thrown by `allocate` for an alignment that is not a power of two or exceeds `max_alignment()`.
-/// A caller error, not exhaustion, hence `std::invalid_argument`.
-class bad_alignment : public detail::error<std::invalid_argument> {
+/// A `std::bad_alloc`, like every failure of `allocate`: the standard's allocators and
+/// `std::pmr::memory_resource::allocate` report any request they cannot serve that way, so a
+/// caller or container that handles `std::bad_alloc` handles this too. (`std::invalid_argument`
+/// would say "caller error" better, but its constructors copy their message to the heap.)
+class bad_alignment : public detail::error<std::bad_alloc> {
 public:
-  bad_alignment(const char* resource, std::size_t size, std::size_t alignment)
-      : error({resource, "alignment not a power of two or above max_alignment()", size, alignment},
-              "memkit::bad_alignment") {}
+  bad_alignment(const char* resource, std::size_t size, std::size_t alignment) noexcept
+      : error(
+            {resource, "alignment not a power of two or above max_alignment()", size, alignment}) {}
 };
 
 /// A mistake detected in `deallocate` (or a similar noexcept path) that cannot be thrown.
@@ -132,13 +130,52 @@ constexpr const char* to_string(misuse kind) noexcept {
   return "unknown misuse";
 }
 
-/// Everything known about one detected misuse.
+/// Everything known about one detected misuse. The block fields are filled by detectors that keep
+/// a registry of blocks (debug_resource, test_resource) and are zero otherwise.
 struct misuse_report {
   misuse kind;
-  const char* resource; ///< `name()` of the resource that detected it
-  const void* pointer;  ///< the pointer passed in
-  std::size_t size;     ///< the size passed in
-  std::size_t alignment;
+  const char* resource;        ///< `name()` of the resource that detected it
+  const void* pointer;         ///< the pointer passed in, or the leaked block
+  std::size_t size;            ///< the size passed in (a leak: the size allocated)
+  std::size_t alignment;       ///< the alignment passed in (a leak: the alignment allocated)
+  std::size_t block_size;      ///< the size the block was allocated with
+  std::size_t block_alignment; ///< the alignment the block was allocated with
+  std::size_t allocation;      ///< the block's allocation number, from 1; 0 if unknown
+};
+
+/// Writes `r` as one line, `memkit::debug_resource<memkit::pool>: double free at 0x... (size 32,
+/// alignment 16; block #3 of size 32, alignment 16)`, into `buffer` (truncated to `n`; never
+/// allocates). \returns `buffer`.
+inline const char* format(const misuse_report& r, char* buffer, std::size_t n) noexcept {
+  if (r.allocation != 0) {
+    std::snprintf(buffer, n,
+                  "%s: %s at %p (size %zu, alignment %zu; block #%zu of size %zu, alignment %zu)",
+                  r.resource, to_string(r.kind), r.pointer, r.size, r.alignment, r.allocation,
+                  r.block_size, r.block_alignment);
+  } else {
+    std::snprintf(buffer, n, "%s: %s at %p (size %zu, alignment %zu)", r.resource,
+                  to_string(r.kind), r.pointer, r.size, r.alignment);
+  }
+  return buffer;
+}
+
+/// Thrown by a `debug_resource` in `debug_reaction::deferred_throw` mode (from `allocate()` or
+/// `check()`, never from `deallocate`, which is noexcept), and by `exception_test_loop` when a
+/// run leaked. A programming error, not exhaustion, so not a `std::bad_alloc`; a plain
+/// `std::exception`, since `std::logic_error`'s constructors copy their message to the heap.
+class misuse_error : public std::exception {
+public:
+  explicit misuse_error(const misuse_report& r) noexcept : report_(r) {
+    format(r, message_, sizeof(message_));
+  }
+  const char* what() const noexcept override { return message_; }
+  /// \returns the first misuse found. Its `resource` pointer is valid while the resource lives;
+  /// `what()` holds a copy of the whole line.
+  const misuse_report& report() const noexcept { return report_; }
+
+private:
+  misuse_report report_;
+  char message_[256];
 };
 
 using misuse_handler = void (*)(const misuse_report&);
@@ -146,8 +183,8 @@ using misuse_handler = void (*)(const misuse_report&);
 namespace detail {
 
 [[noreturn]] inline void abort_on_misuse(const misuse_report& r) noexcept {
-  std::fprintf(stderr, "memkit: %s: %s at %p (size %zu, alignment %zu)\n", r.resource,
-               to_string(r.kind), r.pointer, r.size, r.alignment);
+  char line[256];
+  std::fprintf(stderr, "memkit: %s\n", format(r, line, sizeof(line)));
   std::abort();
 }
 
@@ -193,7 +230,7 @@ constexpr misuse classify_block_misuse(bool owned, std::size_t bytes, std::size_
 MEMKIT_NOINLINE MEMKIT_COLD inline void report_misuse(misuse kind, const char* resource,
                                                       const void* pointer, std::size_t size,
                                                       std::size_t alignment) noexcept {
-  get_misuse_handler()(misuse_report{kind, resource, pointer, size, alignment});
+  get_misuse_handler()(misuse_report{kind, resource, pointer, size, alignment, 0, 0, 0});
 }
 
 } // namespace MEMKIT_ABI

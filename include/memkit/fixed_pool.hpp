@@ -1,14 +1,16 @@
 // memkit/fixed_pool.hpp: equal-size blocks from caller storage, intrusive free list, lazy carving.
 #pragma once
 
-#include <cassert>
 #include <cstddef>
 #include <new>
 
 #include "config.hpp"
 #include "detail/align.hpp"
+#include "detail/assert.hpp"
 #include "detail/block_index.hpp"
+#include "detail/carver.hpp"
 #include "detail/fit_table.hpp"
+#include "detail/free_list.hpp"
 #include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
@@ -23,19 +25,16 @@ inline namespace MEMKIT_ABI {
 /// lazily: memory never handed out is never written, so a pool over a large reserved mapping only
 /// commits the pages it uses. Not thread-safe.
 class fixed_pool : private detail::stats_recorder<fixed_pool> {
-  struct node {
-    node* next;
-  };
-  // Block sizes are rounded to the block alignment, which is at least alignof(node); that makes
+  // Block sizes are rounded to the block alignment, which is at least alignof(void*); that makes
   // every block big enough for a link only if a pointer's size equals its alignment.
-  static_assert(sizeof(node) == alignof(node),
+  static_assert(sizeof(void*) == alignof(void*),
                 "fixed_pool assumes sizeof(void*) == alignof(void*)");
 
 public:
   /// \returns the block alignment a pool built with `block_alignment` uses: the smallest power of
   /// two that is at least `block_alignment` and `alignof(void*)`, capped at `unbounded_alignment`.
   static constexpr std::size_t block_alignment_for(std::size_t block_alignment) noexcept {
-    std::size_t a = alignof(node);
+    std::size_t a = alignof(void*);
     while (a < block_alignment && a < unbounded_alignment) {
       a <<= 1;
     }
@@ -48,7 +47,7 @@ public:
   /// alignment, is `n * block_size_for(...)` bytes.
   static constexpr std::size_t block_size_for(std::size_t block_size,
                                               std::size_t block_alignment) noexcept {
-    const std::size_t n = block_size < sizeof(node)     ? sizeof(node)
+    const std::size_t n = block_size < sizeof(void*)    ? sizeof(void*)
                           : block_size > unbounded_size ? unbounded_size
                                                         : block_size;
     // Cannot overflow: n < 2^(N-1) and the alignment is at most 2^(N-1).
@@ -58,15 +57,15 @@ public:
   /// \effects manages `[storage, storage + storage_bytes)` as blocks of
   /// `block_size_for(block_size, block_alignment)` bytes, the first at the first address there
   /// aligned to `block_alignment_for(block_alignment)`; `capacity()` is the number that fit.
-  /// Writes nothing to the storage.
-  /// \requires `block_alignment` is a power of two (asserted; otherwise the next power of two is
-  /// used); the storage outlives the pool and is used by nothing else while it lives.
+  /// Writes nothing to the storage. Storage too small for one block makes a pool of capacity 0.
+  /// \throws bad_alignment if `block_alignment` is not a power of two, bad_size if `block_size`
+  /// exceeds `unbounded_size` (docs/concepts.md, "Constructor arguments").
+  /// \requires the storage outlives the pool and is used by nothing else while it lives.
   fixed_pool(void* storage, std::size_t storage_bytes, std::size_t block_size,
-             std::size_t block_alignment = default_alignment) noexcept
-      : block_size_(block_size_for(block_size, block_alignment)),
+             std::size_t block_alignment = default_alignment)
+      : block_size_(checked_block_size(block_size, block_alignment)),
         block_alignment_(block_alignment_for(block_alignment)),
         fits_(block_size_, block_alignment_), index_(block_size_) {
-    assert(detail::is_valid_alignment(block_alignment) && "fixed_pool: alignment not a power of 2");
     if (storage == nullptr) {
       return;
     }
@@ -74,6 +73,7 @@ public:
     if (pad < storage_bytes) {
       begin_ = static_cast<char*>(storage) + pad;
       capacity_ = (storage_bytes - pad) / block_size_;
+      carver_ = detail::carver(begin_, begin_ + capacity_ * block_size_);
       detail::poison(begin_, capacity_ * block_size_);
     }
   }
@@ -102,11 +102,8 @@ public:
   /// \returns how many blocks are allocated and not yet returned. O(free blocks): it walks the
   /// free list, so that the hot paths keep no counter (a load and a store per call otherwise).
   std::size_t in_use() const noexcept {
-    std::size_t free = 0;
-    for (const node* n = free_; n != nullptr; n = detail::load_hidden<node*>(n)) {
-      ++free;
-    }
-    return carved_ - free;
+    MEMKIT_ASSERT_EXPENSIVE(free_.count() <= carved_);
+    return carved_ - free_.count(carved_);
   }
 
   /// \returns the counters of docs/statistics.md (all zero unless MEMKIT_STATISTICS is 1).
@@ -126,9 +123,8 @@ public:
       on_failure();
       return nullptr;
     }
-    if (MEMKIT_LIKELY(free_ != nullptr)) {
-      node* n = free_;
-      free_ = detail::load_hidden<node*>(n);
+    if (MEMKIT_LIKELY(!free_.empty())) {
+      void* const n = free_.pop();
       detail::hand_out(n, bytes);
       on_allocate(bytes);
       return n;
@@ -142,7 +138,7 @@ public:
   /// reported as a misuse (docs/bad-input.md) and otherwise ignored.
   void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if constexpr (deallocate_checks) {
-      if (MEMKIT_UNLIKELY(!owns(p) || !fits_(bytes, alignment) || p == free_)) {
+      if (MEMKIT_UNLIKELY(!owns(p) || !fits_(bytes, alignment) || p == free_.head())) {
         reject(p, bytes, alignment);
         return;
       }
@@ -150,8 +146,7 @@ public:
       return;
     }
     on_deallocate(bytes);
-    detail::store_hidden(p, free_, block_size_);
-    free_ = static_cast<node*>(p);
+    free_.push(p, block_size_);
   }
 
   /// \returns whether `p` is the start of a block this pool has handed out since the last reset
@@ -165,33 +160,47 @@ public:
   void reset() noexcept {
     detail::poison(begin_, carved_ * block_size_);
     on_reset();
-    free_ = nullptr;
+    free_.clear();
     carved_ = 0;
+    carver_ = detail::carver(begin_, carver_.end());
   }
 
 private:
-  /// The free list is empty: hand out the next block never used before, if any.
+  // Out of line with three arguments, like the call it replaces: the seven of
+  // detail::reject_block, inlined into deallocate, cost the allocation loop a register (callgrind
+  // of bench/pair_loop.cpp: one instruction more per allocate/deallocate pair).
+  MEMKIT_NOINLINE MEMKIT_COLD void reject(const void* p, std::size_t bytes,
+                                          std::size_t alignment) const noexcept {
+    detail::reject_block(name(), owns(p), p, bytes, alignment, block_size_, block_alignment_);
+  }
+
+  // The throw is out of line so that the constructor stays small enough to inline, and a pool
+  // built and used in one function still has its fit test folded away.
+  static std::size_t checked_block_size(std::size_t block_size, std::size_t block_alignment) {
+    if (MEMKIT_UNLIKELY(!detail::is_valid_alignment(block_alignment) ||
+                        block_size > unbounded_size)) {
+      detail::throw_bad_geometry("memkit::fixed_pool", block_size, block_alignment);
+    }
+    return block_size_for(block_size, block_alignment);
+  }
+
+  /// The free list is empty: hand out the next block never used before, if any. The carver's
+  /// range holds a whole number of blocks (see `detail::carver::exhausted`).
   MEMKIT_NOINLINE void* carve(std::size_t bytes) noexcept {
-    if (carved_ == capacity_) {
+    if (carver_.exhausted()) {
       return nullptr;
     }
-    char* const p = begin_ + carved_++ * block_size_;
+    void* const p = carver_.take(block_size_);
+    ++carved_;
+    MEMKIT_ASSERT_INTERNAL(carved_ <= capacity_);
     detail::hand_out(p, bytes);
     return p;
   }
 
-  MEMKIT_NOINLINE MEMKIT_COLD void reject(void* p, std::size_t bytes,
-                                          std::size_t alignment) const noexcept {
-    if (p != nullptr) {
-      report_misuse(
-          detail::classify_block_misuse(owns(p), bytes, alignment, block_size_, block_alignment_),
-          name(), p, bytes, alignment);
-    }
-  }
-
-  node* free_ = nullptr;
+  detail::free_list free_;
   char* begin_ = nullptr;
   std::size_t carved_ = 0; ///< blocks [0, carved_) have been handed out at least once
+  detail::carver carver_;  ///< the blocks [carved_, capacity_)
   std::size_t block_size_;
   std::size_t block_alignment_;
   detail::fit_table fits_;

@@ -32,6 +32,7 @@ public:
   /// directory entry, /sys/kernel/mm/transparent_hugepage/hpage_pmd_size).
   static constexpr std::size_t huge_page_size = std::size_t{1} << 21;
 
+  static constexpr bool thread_safe = true;
   const char* name() const noexcept { return "memkit::huge_page_resource"; }
 
   /// \returns the largest size whose region (rounded up to 2 MiB) is still an object size.

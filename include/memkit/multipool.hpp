@@ -11,8 +11,13 @@
 #include <utility>
 
 #include "config.hpp"
+#include "detail/address_table.hpp"
 #include "detail/align.hpp"
+#include "detail/assert.hpp"
 #include "detail/bump.hpp"
+#include "detail/carver.hpp"
+#include "detail/chunk_list.hpp"
+#include "detail/free_list.hpp"
 #include "detail/poison.hpp"
 #include "detail/size_class.hpp"
 #include "error.hpp"
@@ -23,171 +28,20 @@
 namespace memkit {
 inline namespace MEMKIT_ABI {
 
-/// Tuning of a `multipool`.
+/// Tuning of a `multipool`. Zero is an error in either field (docs/concepts.md, "Constructor
+/// arguments").
 struct multipool_options {
-  /// Requests up to this size are served from size classes (the bound is rounded up to its class
-  /// and clamped to [16, detail::class_size_limit]); larger ones go straight to the upstream in
-  /// heap mode and fail in static mode.
+  /// Requests up to this size are served from size classes (the bound is rounded up to its class,
+  /// and lowered to detail::class_size_limit if above it); larger ones go straight to the upstream
+  /// in heap mode and fail in static mode.
   std::size_t max_class_size = 4096;
-  /// Bytes a class takes at a time (rounded down to a multiple of 16; a chunk always holds at least
-  /// one block). 64 KiB holds 16 blocks of the largest default class, so the end-of-chunk header
-  /// and the tail cost at most one block in 16, and stays below glibc's 128 KiB mmap threshold
-  /// (mallopt(3), M_MMAP_THRESHOLD) so chunks come from the heap, not from one mmap call each.
+  /// Bytes a class takes at a time, its header included (rounded down to a multiple of 16; a chunk
+  /// always holds at least one block). 64 KiB holds 16 blocks of the largest default class, so the
+  /// end-of-chunk header and the tail cost at most one block in 16, and stays below glibc's 128 KiB
+  /// mmap threshold (mallopt(3), M_MMAP_THRESHOLD) so chunks come from the heap, not from one mmap
+  /// call each.
   std::size_t chunk_size = std::size_t{64} * 1024;
 };
-
-namespace detail {
-
-/// The blocks a multipool passed straight to its upstream, remembered so that `owns` stays exact,
-/// `release` returns them and a mismatched `deallocate` is caught. Open addressing with linear
-/// probing keyed by address; the table itself comes from the same upstream, and only once a large
-/// request is made.
-class large_block_table {
-public:
-  struct entry {
-    void* block;
-    std::size_t bytes;
-    std::size_t alignment;
-  };
-
-  large_block_table() noexcept = default;
-  large_block_table(const large_block_table&) = delete;
-  large_block_table& operator=(const large_block_table&) = delete;
-
-  std::size_t count() const noexcept { return count_; }
-  std::size_t bytes() const noexcept { return bytes_; }
-
-  /// \returns the entry of the block starting at `p`, or null.
-  entry* find(const void* p) noexcept {
-    if (count_ == 0) {
-      return nullptr;
-    }
-    for (std::size_t i = home(p);; i = (i + 1) & (capacity_ - 1)) {
-      if (slots_[i].block == p) {
-        return &slots_[i];
-      }
-      if (slots_[i].block == nullptr) {
-        return nullptr;
-      }
-    }
-  }
-
-  /// \returns whether `p` points into one of the blocks. O(capacity).
-  bool covers(const void* p) const noexcept {
-    for (std::size_t i = 0; i < capacity_; ++i) {
-      const entry& e = slots_[i];
-      if (e.block != nullptr && in_range(p, e.block, std::max<std::size_t>(e.bytes, 1))) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /// Records a block; \returns false if the table could not grow (nothing recorded then).
-  template <class Upstream>
-  bool insert(Upstream& upstream, const entry& e) noexcept {
-    // At most half full keeps linear probes short (Knuth, TAOCP 6.4: ~2.5 probes per miss).
-    if ((count_ + 1) * 2 > capacity_ && !grow(upstream)) {
-      return false;
-    }
-    place(e);
-    ++count_;
-    bytes_ += e.bytes;
-    return true;
-  }
-
-  /// Forgets `*e`, shifting later entries back so no probe sequence is broken (Knuth's
-  /// Algorithm R), which keeps the table free of tombstones.
-  void erase(entry* e) noexcept {
-    --count_;
-    bytes_ -= e->bytes;
-    const std::size_t mask = capacity_ - 1;
-    auto hole = static_cast<std::size_t>(e - slots_);
-    for (std::size_t j = (hole + 1) & mask; slots_[j].block != nullptr; j = (j + 1) & mask) {
-      // slots_[j] may fill the hole only if the hole lies on its probe path from home to j.
-      if (((j - home(slots_[j].block)) & mask) >= ((j - hole) & mask)) {
-        slots_[hole] = slots_[j];
-        hole = j;
-      }
-    }
-    slots_[hole].block = nullptr;
-  }
-
-  /// Returns every recorded block to `upstream`; keeps the table.
-  template <class Upstream>
-  void clear(Upstream& upstream) noexcept {
-    for (std::size_t i = 0; i < capacity_ && count_ != 0; ++i) {
-      if (entry& e = slots_[i]; e.block != nullptr) {
-        upstream.deallocate(e.block, e.bytes, e.alignment);
-        e.block = nullptr;
-        --count_;
-      }
-    }
-    bytes_ = 0;
-  }
-
-  /// Returns every recorded block and the table to `upstream`.
-  template <class Upstream>
-  void release(Upstream& upstream) noexcept {
-    clear(upstream);
-    if (slots_ != nullptr) {
-      upstream.deallocate(slots_, capacity_ * sizeof(entry), alignof(entry));
-    }
-    slots_ = nullptr;
-    capacity_ = 0;
-  }
-
-private:
-  static constexpr std::size_t initial_capacity = 16;
-
-  std::size_t home(const void* p) const noexcept {
-    // Fibonacci hashing (Knuth, TAOCP 6.4): the multiply spreads aligned addresses, whose low bits
-    // are all zero, over the high bits taken as the slot.
-    const std::uint64_t h = static_cast<std::uint64_t>(address(p)) * 0x9E3779B97F4A7C15U;
-    return static_cast<std::size_t>(h >> 32) & (capacity_ - 1);
-  }
-
-  void place(const entry& e) noexcept {
-    std::size_t i = home(e.block);
-    while (slots_[i].block != nullptr) {
-      i = (i + 1) & (capacity_ - 1);
-    }
-    slots_[i] = e;
-  }
-
-  template <class Upstream>
-  bool grow(Upstream& upstream) noexcept {
-    const std::size_t capacity = capacity_ == 0 ? initial_capacity : capacity_ * 2;
-    if (capacity > unbounded_size / sizeof(entry)) {
-      return false;
-    }
-    void* memory = upstream.try_allocate(capacity * sizeof(entry), alignof(entry));
-    if (memory == nullptr) {
-      return false;
-    }
-    entry* const old = slots_;
-    const std::size_t old_capacity = capacity_;
-    slots_ = static_cast<entry*>(memory);
-    capacity_ = capacity;
-    std::fill_n(slots_, capacity_, entry{nullptr, 0, 0});
-    for (std::size_t i = 0; i < old_capacity; ++i) {
-      if (old[i].block != nullptr) {
-        place(old[i]);
-      }
-    }
-    if (old != nullptr) {
-      upstream.deallocate(old, old_capacity * sizeof(entry), alignof(entry));
-    }
-    return true;
-  }
-
-  entry* slots_ = nullptr;
-  std::size_t capacity_ = 0; ///< a power of two, or 0 before the first large block
-  std::size_t count_ = 0;
-  std::size_t bytes_ = 0;
-};
-
-} // namespace detail
 
 /// Serves any size from per-size-class pools (docs/concepts.md, "Size class"; the classes are in
 /// detail/size_class.hpp). Each class recycles its blocks through an intrusive free list and
@@ -199,7 +53,9 @@ private:
 ///   straight to the upstream with the caller's size and alignment, and are remembered so that
 ///   `owns` is exact and `release` returns them too.
 /// - static mode: every chunk is carved from a caller buffer and nothing else is ever touched:
-///   large requests and exhaustion fail.
+///   large requests and exhaustion fail. An alignment is honoured for every size up to
+///   max_class_size() only if it divides it, so max_alignment() is the largest power of two that
+///   does (at most `page_size`): 1024 for a class limit of 1024, 256 for 1280.
 ///
 /// A request for `n` bytes with alignment A > 16 is served from the class of round_up(max(n, A),
 /// A). Chunks of a class of size c are aligned to lowest_bit(c) (at most `page_size`) and blocks
@@ -213,14 +69,16 @@ class multipool : private detail::stats_recorder<multipool<Upstream>> {
 
 public:
   /// Heap mode. \effects allocates nothing.
-  explicit multipool(Upstream upstream = {}, multipool_options options = {}) noexcept
+  /// \throws bad_size if an option is zero (docs/concepts.md, "Constructor arguments").
+  explicit multipool(Upstream upstream = {}, multipool_options options = {})
       : multipool(options, true, nullptr, std::numeric_limits<std::size_t>::max(),
                   std::move(upstream)) {}
 
   /// Static mode: every block comes from [storage, storage + bytes); no upstream is ever used.
   /// Chunks are carved from the buffer one at a time, when a class first needs one.
+  /// \throws bad_size if an option is zero.
   /// \requires the buffer stays valid and unused by others while this lives.
-  multipool(void* storage, std::size_t bytes, multipool_options options = {}) noexcept
+  multipool(void* storage, std::size_t bytes, multipool_options options = {})
       : multipool(options, false, static_cast<char*>(storage), bytes, Upstream{}) {}
 
   multipool(const multipool&) = delete;
@@ -241,13 +99,21 @@ public:
   /// \returns the upstream's max_size() in heap mode, max_class_size() in static mode.
   std::size_t max_size() const noexcept { return heap_ ? upstream_.max_size() : max_class_size(); }
 
-  /// \returns page_size, or the upstream's larger bound in heap mode (such requests pass through).
+  /// \returns heap mode: page_size, or the upstream's larger bound (such requests pass through);
+  /// static mode: the largest power of two dividing max_class_size(), at most page_size, so that
+  /// every size up to max_size() is served at every alignment up to it.
   std::size_t max_alignment() const noexcept {
-    return heap_ ? std::max(page_size, upstream_.max_alignment()) : page_size;
+    return heap_ ? std::max(page_size, upstream_.max_alignment()) : static_alignment_limit();
   }
 
   /// \returns the largest request served from a size class: a class size.
   std::size_t max_class_size() const noexcept { return std::size_t{last_class_byte_} + 1; }
+
+  /// \returns static mode: the bytes of the buffer no class has taken a chunk from yet; heap mode:
+  /// 0 (classes take their chunks from the upstream).
+  std::size_t remaining() const noexcept {
+    return heap_ ? 0 : static_cast<std::size_t>(storage_ + span_ - cursor_);
+  }
 
   /// \returns the number of size classes in use.
   std::size_t class_count() const noexcept { return class_count_; }
@@ -293,57 +159,46 @@ public:
   void release() noexcept {
     if (heap_) {
       for (std::size_t i = 0; i < class_count_; ++i) {
-        for (chunk_header* h = classes_[i].chunks; h != nullptr;) {
-          chunk_header* const next = h->next;
-          detail::unpoison_kept(h->base,
-                                static_cast<std::size_t>(reinterpret_cast<char*>(h) - h->base));
-          this->on_upstream_deallocate(h->bytes); // before the header goes with the chunk
-          upstream_.deallocate(h->base, h->bytes, h->alignment);
-          h = next;
-        }
+        classes_[i].chunks.release(
+            upstream_, chunk_alignment(detail::class_size(i)),
+            [this](std::size_t bytes) { this->on_upstream_deallocate(bytes); });
       }
+      return_large_blocks();
       auto upstream = counted_upstream();
       large_.release(upstream);
     } else {
       detail::poison(storage_, static_cast<std::size_t>(cursor_ - storage_));
     }
     this->on_reset();
-    bins_.fill(bin{});
-    classes_.fill(class_state{});
-    cursor_ = storage_;
+    forget_blocks();
   }
 
   /// \effects makes every block free. Heap mode keeps the chunks (each class carves its own again)
   /// and returns large blocks to the upstream; static mode makes the whole buffer available.
   void reset() noexcept {
-    if constexpr (detail::poisoning) {
-      if (!heap_) {
-        detail::poison(storage_, static_cast<std::size_t>(cursor_ - storage_));
-      }
-      for (std::size_t i = 0; i < class_count_; ++i) {
-        for (const chunk_header* h = classes_[i].chunks; h != nullptr; h = h->next) {
-          detail::poison(h->base,
-                         static_cast<std::size_t>(reinterpret_cast<const char*>(h) - h->base));
-        }
-      }
+    if (!heap_) {
+      detail::poison(storage_, static_cast<std::size_t>(cursor_ - storage_));
     }
-    bins_.fill(bin{});
     for (std::size_t i = 0; i < class_count_; ++i) {
-      class_state& k = classes_[i];
-      k = class_state{nullptr, nullptr, k.chunks, k.chunks};
+      classes_[i].chunks.keep_all();
     }
-    auto upstream = counted_upstream();
-    large_.clear(upstream);
+    return_large_blocks();
     this->on_reset();
-    cursor_ = storage_;
+    forget_blocks();
   }
 
   /// \returns the number of blocks allocated and not yet returned.
   std::size_t in_use() const noexcept {
     std::size_t n = large_.count();
     for (std::size_t i = 0; i < class_count_; ++i) {
+#if MEMKIT_DEBUG >= 2
+      // Every block a class carved is either live or on its free list.
+      MEMKIT_ASSERT_EXPENSIVE(bins_[i].free.count(classes_[i].carved + 1) + bins_[i].in_use ==
+                              classes_[i].carved);
+#endif
       n += bins_[i].in_use;
     }
+    MEMKIT_ASSERT_EXPENSIVE(large_.well_formed());
     return n;
   }
 
@@ -362,33 +217,25 @@ public:
 private:
   /// Free-list head and live count of one class: the only state the fast paths touch.
   struct bin {
-    void* free = nullptr;
+    detail::free_list free;
     std::size_t in_use = 0;
   };
 
-  /// Placed at the end of each heap-mode chunk, where the space after the last whole block
-  /// usually lies, so blocks start at the chunk's aligned base.
-  struct chunk_header {
-    chunk_header* next;
-    char* base;
-    std::size_t bytes;
-    std::size_t alignment;
-  };
-
-  /// Where a class carves its next block, and (heap mode) its chunks.
+  /// Where a class carves its next block, and (heap mode) its chunks, whose headers sit at their
+  /// ends, where the space after the last whole block usually lies, so blocks start at the
+  /// chunk's aligned base (detail/chunk_list.hpp).
   struct class_state {
-    char* cursor = nullptr;
-    char* end = nullptr;
-    chunk_header* chunks = nullptr; ///< every chunk of the class, newest first
-    chunk_header* spare = nullptr;  ///< chunks not carved since the last reset()
+    detail::carver carver;
+    detail::chunk_list chunks;
+#if MEMKIT_DEBUG >= 2
+    std::size_t carved = 0; ///< blocks carved since the last reset(), for MEMKIT_ASSERT_INTERNAL
+#endif
   };
 
   multipool(multipool_options options, bool heap, char* storage, std::size_t span,
-            Upstream&& upstream) noexcept
+            Upstream&& upstream)
       : last_class_byte_(static_cast<std::uint16_t>(
-            detail::class_size(detail::class_index(
-                std::clamp<std::size_t>(options.max_class_size, 1, detail::class_size_limit))) -
-            1)),
+            detail::class_size(detail::class_index(checked_class_limit(options))) - 1)),
         storage_(storage), span_(span), cursor_(storage),
         class_count_(detail::class_index(max_class_size()) + 1),
         chunk_size_(options.chunk_size & ~(detail::class_granularity - 1)), heap_(heap),
@@ -398,6 +245,48 @@ private:
         detail::poison(storage_, span_);
       }
     }
+  }
+
+  /// \returns the class limit the options ask for, lowered to class_size_limit.
+  /// \throws bad_size if an option is zero.
+  static std::size_t checked_class_limit(const multipool_options& o) {
+    if (MEMKIT_UNLIKELY(o.max_class_size == 0 || o.chunk_size == 0)) {
+      detail::throw_bad_geometry("memkit::multipool", o.max_class_size == 0 ? 0 : o.chunk_size,
+                                 default_alignment);
+    }
+    return std::min(o.max_class_size, detail::class_size_limit);
+  }
+
+  /// Static mode's max_alignment(): the largest power of two dividing max_class_size() (class sizes
+  /// are multiples of 16), at most page_size.
+  std::size_t static_alignment_limit() const noexcept {
+    return std::min(detail::lowest_bit(max_class_size()), page_size);
+  }
+
+  /// The alignment of the chunks of the class of `size`-byte blocks: every block of it, at a
+  /// multiple of `size` from the chunk's start, has it.
+  static std::size_t chunk_alignment(std::size_t size) noexcept {
+    return std::min(detail::lowest_bit(size), page_size);
+  }
+
+  /// Every block free, every class carving afresh (heap mode: from its spare chunks).
+  void forget_blocks() noexcept {
+    bins_.fill(bin{});
+    for (std::size_t i = 0; i < class_count_; ++i) {
+      classes_[i].carver = {};
+#if MEMKIT_DEBUG >= 2
+      classes_[i].carved = 0;
+#endif
+    }
+    cursor_ = storage_;
+  }
+
+  /// Returns every large block to the upstream.
+  void return_large_blocks() noexcept {
+    auto upstream = counted_upstream();
+    large_.clear([&upstream](const detail::address_table::entry& e) {
+      upstream.deallocate(e.block, e.bytes, e.alignment);
+    });
   }
 
   /// Sizes and alignments the fast paths serve: 1..max_class_size() bytes, alignment a power of
@@ -421,12 +310,10 @@ private:
     return n - 1 <= last_class_byte_ ? detail::class_index(n) : class_count_;
   }
 
-  // Free blocks stay poisoned as a whole, their link included (detail::load_hidden).
   void* pop(std::size_t i, std::size_t bytes) noexcept {
     bin& b = bins_[i];
-    void* const p = b.free;
-    if (MEMKIT_LIKELY(p != nullptr)) {
-      b.free = detail::load_hidden<void*>(p);
+    if (MEMKIT_LIKELY(!b.free.empty())) {
+      void* const p = b.free.pop();
       ++b.in_use;
       detail::hand_out(p, bytes);
       return p;
@@ -436,14 +323,14 @@ private:
 
   void push(std::size_t i, void* p, std::size_t bytes, std::size_t alignment) noexcept {
     bin& b = bins_[i];
-    if (MEMKIT_UNLIKELY(p == nullptr || (deallocate_checks &&
-                                         (p == b.free || !detail::in_range(p, storage_, span_))))) {
+    if (MEMKIT_UNLIKELY(
+            p == nullptr ||
+            (deallocate_checks && (p == b.free.head() || !detail::in_range(p, storage_, span_))))) {
       reject(p, bytes, alignment);
       return;
     }
     this->on_deallocate(bytes);
-    detail::store_hidden(p, b.free, detail::class_size(i));
-    b.free = p;
+    b.free.push(p, detail::class_size(i));
     --b.in_use;
   }
 
@@ -457,23 +344,29 @@ private:
     }
   }
 
-  /// Slow path of `pop`: the next block of the class's current chunk, or of a new one.
+  /// Slow path of `pop`: the class's free list is empty, so every block carved is in use. Carves
+  /// the next block of the class's current chunk, or of a new one.
   MEMKIT_NOINLINE void* carve(std::size_t i, std::size_t bytes) noexcept {
     const std::size_t size = detail::class_size(i);
     class_state& k = classes_[i];
-    if (static_cast<std::size_t>(k.end - k.cursor) < size && !next_chunk(k, size)) {
+#if MEMKIT_DEBUG >= 2
+    MEMKIT_ASSERT_INTERNAL(bins_[i].in_use == k.carved);
+#endif
+    if (!k.carver.can_carve(size) && !next_chunk(k, size)) {
       return nullptr;
     }
-    void* const p = k.cursor;
-    k.cursor += size;
+    void* const p = k.carver.take(size);
     ++bins_[i].in_use;
+#if MEMKIT_DEBUG >= 2
+    ++k.carved;
+#endif
     detail::hand_out(p, bytes);
     return p;
   }
 
   /// Points `k` at a fresh chunk for blocks of `size` bytes. \returns false when none is left.
   bool next_chunk(class_state& k, std::size_t size) noexcept {
-    const std::size_t alignment = std::min(detail::lowest_bit(size), page_size);
+    const std::size_t alignment = chunk_alignment(size);
     if (!heap_) {
       char* const end = storage_ + span_;
       char* base =
@@ -487,34 +380,27 @@ private:
         }
         cursor_ = end;
       }
-      k.cursor = base;
-      k.end = cursor_;
+      k.carver = detail::carver(base, cursor_);
       return true;
     }
-    chunk_header* h = k.spare;
-    if (h != nullptr) {
-      k.spare = h->next;
-    } else {
+    detail::chunk* c = k.chunks.take_spare();
+    if (c == nullptr) {
       // size and chunk_size_ are multiples of 16 and the base is 16-aligned, so is the header.
-      const std::size_t bytes = std::max(chunk_size_, size + sizeof(chunk_header));
-      auto* const base = static_cast<char*>(upstream_.try_allocate(bytes, alignment));
-      if (base == nullptr) {
+      const std::size_t bytes = std::max(chunk_size_, size + sizeof(detail::chunk));
+      if (k.chunks.obtain(upstream_, bytes - sizeof(detail::chunk), alignment) == nullptr) {
         return false;
       }
       this->on_upstream_allocate(bytes);
-      h = ::new (base + bytes - sizeof(chunk_header))
-          chunk_header{k.chunks, base, bytes, alignment};
-      k.chunks = h;
+      c = k.chunks.take_spare();
     }
-    k.cursor = h->base;
-    k.end = reinterpret_cast<char*>(h);
-    detail::poison(k.cursor, static_cast<std::size_t>(k.end - k.cursor));
+    k.carver = detail::carver(c->begin(), c->blocks_end());
     return true;
   }
 
   /// Slow path of `try_allocate`: zero size, over-alignment, invalid alignment, large requests.
   MEMKIT_NOINLINE void* allocate_unusual(std::size_t bytes, std::size_t alignment) noexcept {
-    if (!detail::is_valid_alignment(alignment)) {
+    if (!detail::is_valid_alignment(alignment) ||
+        (!heap_ && alignment > static_alignment_limit())) {
       return nullptr;
     }
     if (const std::size_t i = class_for(bytes, alignment); i < class_count_) {
@@ -538,7 +424,8 @@ private:
     if (p == nullptr) {
       return;
     }
-    if (!detail::is_valid_alignment(alignment)) {
+    if (!detail::is_valid_alignment(alignment) ||
+        (!heap_ && alignment > static_alignment_limit())) {
       report_misuse(misuse::alignment_mismatch, name(), p, bytes, alignment);
       return;
     }
@@ -572,11 +459,8 @@ private:
   /// Whether `p` lies in a heap-mode chunk. O(chunks).
   bool in_chunk(const void* p) const noexcept {
     for (std::size_t i = 0; i < class_count_; ++i) {
-      for (const chunk_header* h = classes_[i].chunks; h != nullptr; h = h->next) {
-        if (detail::in_range(
-                p, h->base, static_cast<std::size_t>(reinterpret_cast<const char*>(h) - h->base))) {
-          return true;
-        }
+      if (classes_[i].chunks.contains(p)) {
+        return true;
       }
     }
     return false;
@@ -596,7 +480,7 @@ private:
   const std::size_t chunk_size_;
   const bool heap_;
   std::array<class_state, detail::class_count_limit> classes_{};
-  detail::large_block_table large_;
+  detail::address_table large_;
   Upstream upstream_;
 };
 

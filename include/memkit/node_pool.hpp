@@ -46,9 +46,10 @@ public:
   /// \effects a node_pool that adopts its block size on the first request and then grows as
   /// `growth` says (its `block_size` and `block_alignment` are ignored; `reserved_blocks` are
   /// reserved at adoption, if the upstream can provide them). Obtains nothing.
-  explicit node_pool(Upstream upstream = {}, const pool_options& growth = {}) noexcept(
-      std::is_nothrow_move_constructible_v<Upstream>)
-      : pool_(pool_options{1, 1}, resource_ref<Upstream>(upstream_)),
+  /// \throws bad_size if `growth.first_chunk_blocks` or `growth.max_chunk_blocks` is 0, as pool's
+  /// constructor (docs/concepts.md, "Constructor arguments").
+  explicit node_pool(Upstream upstream = {}, const pool_options& growth = {})
+      : pool_(options_for(growth, 1, 1), resource_ref<Upstream>(upstream_)),
         upstream_(std::move(upstream)), growth_(growth) {}
 
   /// \effects a node_pool that has already adopted `node_size` and `node_alignment` (for callers

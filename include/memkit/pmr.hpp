@@ -10,6 +10,7 @@
 #include "allocator.hpp"
 #include "config.hpp"
 #include "resource.hpp"
+#include "traits.hpp"
 #include "upstream.hpp"
 
 namespace memkit {
@@ -26,14 +27,14 @@ namespace pmr {
 /// `final`, so a caller holding the adapter's own type gets its virtual calls devirtualized; the
 /// virtual dispatch of `std::pmr::polymorphic_allocator` is the only one in memkit.
 ///
-/// Failures are the resource's exceptions: `memkit::out_of_memory` and `memkit::bad_size` derive
-/// from `std::bad_alloc` as std::pmr expects; `memkit::bad_alignment` (an invalid alignment, or one
-/// above `max_alignment()`) derives from `std::invalid_argument`. Deallocation misuse is reported
-/// as the resource reports it (docs/concepts.md, "Errors").
+/// Failures are the resource's exceptions, `memkit::out_of_memory`, `memkit::bad_size` and
+/// `memkit::bad_alignment` (an invalid alignment, or one above `max_alignment()`), each a
+/// `std::bad_alloc` as std::pmr expects. Deallocation misuse is reported as the resource reports it
+/// (docs/concepts.md, "Errors").
 template <class Resource>
 class resource_adapter final : public std::pmr::memory_resource {
-  static_assert(is_resource_v<Resource>,
-                "memkit::pmr::resource_adapter<R>: R must implement the resource interface");
+  MEMKIT_STATIC_ASSERT_RESOURCE(
+      Resource, "memkit::pmr::resource_adapter<R>: R must implement the resource interface");
 
 public:
   /// \effects constructs the resource from `args` (none: default-constructed).
@@ -65,7 +66,7 @@ private:
       return true;
     }
 #if defined(__cpp_rtti) || defined(__GXX_RTTI)
-    if constexpr (detail::has_equality<Resource>::value) {
+    if constexpr (has_equality_v<Resource>) {
       if (const auto* o = dynamic_cast<const resource_adapter*>(&other); o != nullptr) {
         return static_cast<bool>(r_ == o->r_);
       }

@@ -7,7 +7,11 @@
 
 #include "config.hpp"
 #include "detail/align.hpp"
+#include "detail/assert.hpp"
+#include "detail/carver.hpp"
+#include "detail/chunk_list.hpp"
 #include "detail/fit_table.hpp"
+#include "detail/free_list.hpp"
 #include "detail/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
@@ -27,11 +31,12 @@ struct pool_options {
   /// Blocks obtained at construction, so that the first `reserved_blocks` allocations make no
   /// upstream call (the only memory a pool ever takes in its constructor).
   std::size_t reserved_blocks = 0;
-  /// Blocks in the first chunk obtained on demand; 0 is served as 1. 32 is boost::pool's default
+  /// Blocks in the first chunk obtained on demand, at least 1. 32 is boost::pool's default
   /// first chunk (`next_size`), so the two grow in the same steps when benchmarked against each
   /// other, and a pool that serves a handful of objects takes only a small chunk.
   std::size_t first_chunk_blocks = 32;
-  /// Cap on the chunk size as it doubles; raised to `first_chunk_blocks` if below it. 4096 blocks
+  /// Cap on the chunk size as it doubles, at least 1; raised to `first_chunk_blocks` if below it
+  /// (docs/concepts.md, "Constructor arguments"). 4096 blocks
   /// is reached after 8 doublings from 32; a pool of 32-byte blocks then takes 128 KiB chunks,
   /// glibc malloc's default mmap threshold (M_MMAP_THRESHOLD), so capped chunks are mapped and go
   /// back to the kernel on release() instead of fragmenting the heap. The cap also bounds what one
@@ -44,11 +49,11 @@ struct pool_options {
 /// bump pointer, so untouched memory stays untouched. Freed blocks go on an intrusive free list
 /// that `try_allocate` pops before carving: the steady state is a pop and a push.
 ///
-/// Each chunk keeps its bookkeeping (next chunk, block count) in a two-word header at its end,
-/// after the last block, so the blocks start at the chunk's start with no alignment padding even
-/// for page-aligned blocks; a chunk of n blocks is `n * block_size() + 2 * sizeof(void*)` bytes
-/// aligned to `block_alignment()`, and goes back to the upstream with exactly that size and
-/// alignment.
+/// Each chunk keeps its bookkeeping (next chunk, size) in a two-word header at its end, after the
+/// last block (detail/chunk_list.hpp), so the blocks start at the chunk's start with no alignment
+/// padding even for page-aligned blocks; a chunk of n blocks is `n * block_size() + 2 *
+/// sizeof(void*)` bytes aligned to `block_alignment()`, and goes back to the upstream with exactly
+/// that size and alignment.
 ///
 /// Detected misuse in deallocate, in O(1) (reported, then ignored): a size above block_size()
 /// (size mismatch), an alignment above block_alignment() or not a power of two (alignment
@@ -61,24 +66,22 @@ class pool : private detail::stats_recorder<pool<Upstream>> {
 public:
   /// \effects a pool of `block_size`-byte blocks aligned to `block_alignment`; obtains nothing.
   /// \throws bad_alignment if `block_alignment` is not a power of two, bad_size if the rounded
-  /// block size overflows.
+  /// block size overflows (docs/concepts.md, "Constructor arguments").
   explicit pool(std::size_t block_size, std::size_t block_alignment = default_alignment,
                 Upstream upstream = {})
       : pool(pool_options{block_size, block_alignment}, std::move(upstream)) {}
 
   /// \effects a pool configured by `options`; obtains `options.reserved_blocks` blocks, if any,
   /// as a single chunk.
-  /// \throws bad_alignment, bad_size as above; out_of_memory if the reservation fails.
+  /// \throws bad_alignment, bad_size as above, bad_size if `first_chunk_blocks` or
+  /// `max_chunk_blocks` is 0; out_of_memory if the reservation fails.
   explicit pool(const pool_options& options, Upstream upstream = {})
       : block_size_(checked_block_size(options)),
-        block_alignment_(options.block_alignment < alignof(node) ? alignof(node)
-                                                                 : options.block_alignment),
+        block_alignment_(options.block_alignment < alignof(void*) ? alignof(void*)
+                                                                  : options.block_alignment),
         fits_(block_size_, block_alignment_),
-        first_chunk_blocks_(options.first_chunk_blocks == 0 ? 1 : options.first_chunk_blocks),
-        max_chunk_blocks_(options.max_chunk_blocks < first_chunk_blocks_
-                              ? first_chunk_blocks_
-                              : options.max_chunk_blocks),
-        next_chunk_blocks_(first_chunk_blocks_), upstream_(std::move(upstream)) {
+        growth_(options.first_chunk_blocks, options.max_chunk_blocks),
+        upstream_(std::move(upstream)) {
     if (options.reserved_blocks != 0) {
       reserve(options.reserved_blocks);
     }
@@ -125,7 +128,7 @@ public:
     // takes `this`) made GCC keep free_ in memory across a loop of frees, a load and a store per
     // free (callgrind and objdump of the AllocFree loop: 1.02 -> 0.63 ns per free).
     if constexpr (deallocate_checks) {
-      if (MEMKIT_UNLIKELY(p == nullptr || p == free_ || !fits_(bytes, alignment))) {
+      if (MEMKIT_UNLIKELY(p == nullptr || p == free_.head() || !fits_(bytes, alignment))) {
         deallocate_slow(p, bytes, alignment);
         return;
       }
@@ -133,19 +136,12 @@ public:
       return;
     }
     this->on_deallocate(bytes);
-    push(p);
+    free_.push(p, block_size_);
   }
 
   /// \returns whether `p` points into a chunk's blocks (handed out, free or not yet carved).
   /// O(chunk_count()): walks the chunk list; the hot paths never call it.
-  bool owns(const void* p) const noexcept {
-    for (const chunk* c = head_; c != nullptr; c = c->next) {
-      if (detail::in_range(p, blocks_begin(c), c->blocks * block_size_)) {
-        return true;
-      }
-    }
-    return false;
-  }
+  bool owns(const void* p) const noexcept { return chunks_.contains(p); }
 
   /// \returns whether at least `n` blocks can be handed out without any upstream call, obtaining
   /// one more chunk if needed (of the missing blocks, or the next growth step if larger). On
@@ -156,17 +152,12 @@ public:
     if (n <= uncarved) {
       return true;
     }
-    const std::size_t available = uncarved + count_free(n - uncarved);
+    const std::size_t available = uncarved + free_.count(n - uncarved);
     if (n <= available) {
       return true;
     }
     const std::size_t missing = n - available;
-    chunk* c = obtain(missing > next_chunk_blocks_ ? missing : next_chunk_blocks_, missing);
-    if (c == nullptr) {
-      return false;
-    }
-    append(c);
-    return true;
+    return grow(missing > growth_.next() ? missing : growth_.next(), missing);
   }
 
   /// \effects as try_reserve(n). \throws out_of_memory (for `n` blocks) if the upstream fails.
@@ -182,37 +173,26 @@ public:
   /// so a steady cycle of allocations and reset() makes no upstream calls.
   /// \requires no block is still in use (they become invalid).
   void reset() noexcept {
-    if constexpr (detail::poisoning) {
-      for (const chunk* c = head_; c != nullptr; c = c->next) {
-        detail::poison(blocks_begin(c), c->blocks * block_size_);
-      }
-    }
+    chunks_.keep_all();
     this->on_reset();
-    free_ = nullptr;
+    free_.clear();
+    carver_ = {};
     carved_ = 0;
-    cursor_ = head_;
-    bump_ = head_ != nullptr ? blocks_begin(head_) : nullptr;
   }
 
   /// \effects returns every chunk to the upstream and starts over from first_chunk_blocks.
   /// \requires no block is still in use (they become invalid).
   void release() noexcept {
-    for (chunk* c = head_; c != nullptr;) {
-      chunk* next = c->next;
-      const std::size_t area = c->blocks * block_size_;
-      detail::unpoison_kept(blocks_begin(c), area);
-      upstream_.deallocate(blocks_begin(c), area + sizeof(chunk), block_alignment_);
-      this->on_upstream_deallocate(area + sizeof(chunk));
-      c = next;
-    }
+    MEMKIT_ASSERT_EXPENSIVE(chunks_.count() == chunk_count_);
+    chunks_.release(upstream_, block_alignment_,
+                    [this](std::size_t bytes) { this->on_upstream_deallocate(bytes); });
     this->on_reset();
-    free_ = nullptr;
+    free_.clear();
+    carver_ = {};
     carved_ = 0;
-    bump_ = nullptr;
-    cursor_ = head_ = tail_ = nullptr;
     capacity_ = 0;
     chunk_count_ = 0;
-    next_chunk_blocks_ = first_chunk_blocks_;
+    growth_.restart();
   }
 
   /// \returns the blocks in all chunks obtained, in use or not.
@@ -221,7 +201,10 @@ public:
   /// because a counter updated by every allocate and deallocate made a 32-byte alloc/free loop
   /// 15-40% slower (a read-modify-write of one more word in a loop that otherwise moves two
   /// pointers).
-  std::size_t in_use() const noexcept { return carved_ - count_free(carved_); }
+  std::size_t in_use() const noexcept {
+    MEMKIT_ASSERT_EXPENSIVE(free_.count() <= carved_);
+    return carved_ - free_.count(carved_);
+  }
   /// \returns the chunks currently held from the upstream.
   std::size_t chunk_count() const noexcept { return chunk_count_; }
 
@@ -232,33 +215,21 @@ public:
   const Upstream& upstream() const noexcept { return upstream_; }
 
 private:
-  struct node {
-    node* next;
-  };
-  // Lives right after a chunk's last block; blocks are multiples of block_alignment_ >=
-  // alignof(node), which is enough for it.
-  struct chunk {
-    chunk* next; // younger chunk
-    std::size_t blocks;
-  };
-  static_assert(alignof(chunk) <= alignof(node), "the chunk header must fit after any block");
+  // Blocks are multiples of block_alignment_ >= alignof(void*), which is enough for the chunk
+  // header that follows the last one.
+  static_assert(alignof(detail::chunk) <= alignof(void*), "a chunk header must fit after a block");
 
   static std::size_t checked_block_size(const pool_options& o) {
-    if (!detail::is_valid_alignment(o.block_alignment)) {
-      throw bad_alignment("memkit::pool", o.block_size, o.block_alignment);
-    }
     const std::size_t granule =
-        o.block_alignment < alignof(node) ? alignof(node) : o.block_alignment;
+        o.block_alignment < alignof(void*) ? alignof(void*) : o.block_alignment;
     const std::size_t size =
-        detail::round_up(o.block_size < sizeof(node) ? sizeof(node) : o.block_size, granule);
-    if (size == 0 || size > unbounded_size) {
-      throw bad_size("memkit::pool", o.block_size, o.block_alignment);
+        detail::round_up(o.block_size < sizeof(void*) ? sizeof(void*) : o.block_size, granule);
+    if (MEMKIT_UNLIKELY(!detail::is_valid_alignment(o.block_alignment) || size == 0 ||
+                        size > unbounded_size || o.first_chunk_blocks == 0 ||
+                        o.max_chunk_blocks == 0)) {
+      detail::throw_bad_geometry("memkit::pool", o.block_size, o.block_alignment);
     }
     return size;
-  }
-
-  char* blocks_begin(const chunk* c) const noexcept {
-    return reinterpret_cast<char*>(const_cast<chunk*>(c)) - c->blocks * block_size_;
   }
 
   // The fast path of allocate (Throwing) and try_allocate. allocate does not go through
@@ -268,9 +239,9 @@ private:
   // never returns null, so there is nothing to merge and the pop stays inline.
   template <bool Throwing>
   void* pop_or_slow(std::size_t bytes, std::size_t alignment) noexcept(!Throwing) {
-    node* n = free_;
+    void* const n = free_.head();
     if (MEMKIT_LIKELY(n != nullptr && fits_(bytes, alignment))) {
-      free_ = detail::load_hidden<node*>(n);
+      free_.pop();
       detail::hand_out(n, bytes);
       this->on_allocate(bytes);
       return n;
@@ -299,79 +270,52 @@ private:
         alignment > block_alignment_) {
       return nullptr;
     }
-    if (node* n = free_; n != nullptr) {
-      free_ = detail::load_hidden<node*>(n);
+    if (!free_.empty()) {
+      void* const n = free_.pop();
       detail::hand_out(n, bytes);
       return n;
     }
-    // A chunk's blocks end where its header starts; with no chunk both pointers are null.
-    if (bump_ == reinterpret_cast<char*>(cursor_)) {
-      chunk* next = cursor_ != nullptr ? cursor_->next : head_;
-      if (next == nullptr) {
-        next = obtain(next_chunk_blocks_, 1);
-        if (next == nullptr) {
-          return nullptr;
-        }
-        append(next);
-      }
-      cursor_ = next;
-      bump_ = blocks_begin(next);
+    // A chunk holds a whole number of blocks, so its carver is exhausted exactly when no block is
+    // left.
+    void* const p = !carver_.exhausted() ? carver_.take(block_size_) : carve_next_chunk();
+    if (p == nullptr) {
+      return nullptr;
     }
-    void* p = bump_;
-    bump_ += block_size_;
     ++carved_;
+    MEMKIT_ASSERT_INTERNAL(carved_ <= capacity_);
     detail::hand_out(p, bytes);
     return p;
   }
 
-  // Obtains a chunk of `want` blocks, halving the request down to `need` while the upstream
-  // refuses, so a bounded upstream is used to its last block. The next growth step doubles what
-  // was obtained, up to the cap.
-  chunk* obtain(std::size_t want, std::size_t need) noexcept {
-    const std::size_t limit = (unbounded_size - sizeof(chunk)) / block_size_;
-    for (;;) {
-      if (want <= limit) {
-        const std::size_t area = want * block_size_;
-        if (void* p = upstream_.try_allocate(area + sizeof(chunk), block_alignment_);
-            p != nullptr) {
-          this->on_upstream_allocate(area + sizeof(chunk));
-          capacity_ += want;
-          ++chunk_count_;
-          next_chunk_blocks_ = want <= max_chunk_blocks_ / 2 ? 2 * want : max_chunk_blocks_;
-          detail::poison(p, area);
-          return ::new (static_cast<char*>(p) + area) chunk{nullptr, want};
-        }
-      }
-      if (want <= need) {
+  // \returns the first block of the next spare chunk (kept by reset() or reserved ahead), or of a
+  // new one; null if the upstream has none. Apart from the common carving step, so that the
+  // registers of that step are not shaped by this one (one instruction less per block carved).
+  MEMKIT_NOINLINE void* carve_next_chunk() noexcept {
+    detail::chunk* c = chunks_.take_spare();
+    if (c == nullptr) {
+      if (!grow(growth_.next(), 1)) {
         return nullptr;
       }
-      want = want / 2 > need ? want / 2 : need;
+      c = chunks_.take_spare();
     }
+    carver_ = detail::carver(c->begin(), c->blocks_end());
+    return carver_.take(block_size_);
   }
 
-  // \returns the length of the free list, counting no further than `limit`.
-  std::size_t count_free(std::size_t limit) const noexcept {
-    std::size_t n = 0;
-    for (const node* f = free_; f != nullptr && n < limit; f = detail::load_hidden<node*>(f)) {
-      ++n;
+  // Obtains a spare chunk of `want` blocks, or fewer down to `need` while the upstream refuses;
+  // the next growth step doubles what was obtained, up to the cap.
+  bool grow(std::size_t want, std::size_t need) noexcept {
+    std::size_t blocks = 0;
+    const detail::chunk* c =
+        chunks_.obtain_blocks(upstream_, want, need, block_size_, block_alignment_, blocks);
+    if (c == nullptr) {
+      return false;
     }
-    return n;
-  }
-
-  // Free blocks stay poisoned as a whole, their link included (detail::load_hidden).
-  void push(void* p) noexcept {
-    detail::store_hidden(p, free_, block_size_);
-    free_ = static_cast<node*>(p);
-  }
-
-  // Chunks after cursor_ in the list are never carved yet, so new ones go at the end.
-  void append(chunk* c) noexcept {
-    if (tail_ != nullptr) {
-      tail_->next = c;
-    } else {
-      head_ = c;
-    }
-    tail_ = c;
+    this->on_upstream_allocate(c->bytes);
+    capacity_ += blocks;
+    ++chunk_count_;
+    growth_.grew(blocks);
+    return true;
   }
 
   // The slow half of deallocate: null, a detected misuse, or a valid block whose alignment is
@@ -385,30 +329,26 @@ private:
       report_misuse(misuse::size_mismatch, name(), p, bytes, alignment);
     } else if (!detail::is_valid_alignment(alignment) || alignment > block_alignment_) {
       report_misuse(misuse::alignment_mismatch, name(), p, bytes, alignment);
-    } else if (p == free_) {
+    } else if (p == free_.head()) {
       report_misuse(misuse::double_free, name(), p, bytes, alignment);
     } else {
       this->on_deallocate(bytes);
-      push(p);
+      free_.push(p, block_size_);
     }
   }
 
   // Hot members first: the fast paths touch only free_ and one entry of fits_; free_ and the
   // entries for alignments up to 16 lie in the object's first 64 bytes.
-  node* free_ = nullptr;
+  detail::free_list free_;
   std::size_t block_size_;
   std::size_t block_alignment_;
   detail::fit_table fits_;
-  char* bump_ = nullptr;     // next uncarved block of cursor_
-  chunk* cursor_ = nullptr;  // the chunk being carved
-  chunk* head_ = nullptr;    // oldest chunk
-  chunk* tail_ = nullptr;    // youngest chunk
+  detail::carver carver_; // the rest of the chunk being carved
+  detail::chunk_list chunks_;
   std::size_t carved_ = 0;   // blocks ever carved since the last reset() or release()
   std::size_t capacity_ = 0; // blocks in all chunks
   std::size_t chunk_count_ = 0;
-  std::size_t first_chunk_blocks_;
-  std::size_t max_chunk_blocks_;
-  std::size_t next_chunk_blocks_;
+  detail::chunk_growth growth_;
   Upstream upstream_;
 };
 

@@ -4,12 +4,12 @@
 
 #include <cstddef>
 #include <limits>
-#include <type_traits>
 #include <utility>
 
 #include "config.hpp"
 #include "detail/align.hpp"
 #include "error.hpp"
+#include "traits.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
@@ -52,55 +52,20 @@ MEMKIT_ALWAYS_INLINE void* allocate_or_throw(Resource& r, std::size_t bytes,
   return p;
 }
 
-template <class R, class = void>
-struct has_owns : std::false_type {};
-template <class R>
-struct has_owns<R, std::void_t<decltype(std::declval<const R&>().owns(nullptr))>> : std::true_type {
-};
-
-template <class R, class = void>
-struct has_release : std::false_type {};
-template <class R>
-struct has_release<R, std::void_t<decltype(std::declval<R&>().release())>> : std::true_type {};
-
-template <class R, class = void>
-struct has_reset : std::false_type {};
-template <class R>
-struct has_reset<R, std::void_t<decltype(std::declval<R&>().reset())>> : std::true_type {};
-
-template <class R, class = void>
-struct is_resource : std::false_type {};
-template <class R>
-struct is_resource<
-    R, std::void_t<decltype(std::declval<R&>().allocate(std::size_t{}, std::size_t{})),
-                   decltype(std::declval<R&>().try_allocate(std::size_t{}, std::size_t{})),
-                   decltype(std::declval<R&>().deallocate(nullptr, std::size_t{}, std::size_t{})),
-                   decltype(std::declval<const R&>().max_size()),
-                   decltype(std::declval<const R&>().max_alignment()),
-                   decltype(std::declval<const R&>().name())>>
-    : std::bool_constant<
-          noexcept(std::declval<R&>().try_allocate(std::size_t{}, std::size_t{}))&& noexcept(
-              std::declval<R&>().deallocate(nullptr, std::size_t{}, std::size_t{}))> {};
-
 } // namespace detail
-
-/// Whether `R` implements the resource interface of docs/concepts.md.
-template <class R>
-inline constexpr bool is_resource_v = detail::is_resource<R>::value;
-
-/// Whether `R` can answer `owns(p)` (required to be a fallback primary).
-template <class R>
-inline constexpr bool has_owns_v = detail::has_owns<R>::value;
 
 /// A non-owning handle that lets several strategies share one upstream (strategies hold their
 /// upstream by value; pass `resource_ref{r}` to make them use `r` itself).
 /// \requires the referenced resource outlives the handle and every copy of it.
 template <class Resource>
 class resource_ref {
-  static_assert(is_resource_v<Resource>,
-                "resource_ref<R>: R must implement the resource interface");
+  MEMKIT_STATIC_ASSERT_RESOURCE(Resource,
+                                "resource_ref<R>: R must implement the resource interface");
 
 public:
+  /// As safe to share between threads as the resource it refers to.
+  static constexpr bool thread_safe = is_thread_safe_v<Resource>;
+
   explicit resource_ref(Resource& r) noexcept : r_(&r) {}
 
   const char* name() const noexcept { return r_->name(); }

@@ -3,15 +3,14 @@
 #pragma once
 
 #include <cstddef>
-#include <mutex>
-#include <new>
 #include <type_traits>
-#include <utility>
 
 #include "allocator.hpp"
 #include "config.hpp"
+#include "detail/singleton.hpp"
 #include "multipool.hpp"
 #include "resource.hpp"
+#include "synchronized.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
@@ -24,59 +23,6 @@ struct default_tag {};
 /// One process-wide `multipool<>` with no lock: only for programs in which every container of this
 /// tag is used from a single thread at a time (including its destruction at exit).
 struct unsynchronized_tag {};
-
-namespace detail {
-
-/// A resource behind a mutex: every call locks. Used for the process-wide default resource, which
-/// any thread may reach through the x-containers.
-template <class Resource>
-class locked_resource {
-public:
-  template <class... Args>
-  explicit locked_resource(Args&&... args) noexcept(
-      std::is_nothrow_constructible_v<Resource, Args&&...>)
-      : r_(std::forward<Args>(args)...) {}
-
-  locked_resource(const locked_resource&) = delete;
-  locked_resource& operator=(const locked_resource&) = delete;
-
-  const char* name() const noexcept { return r_.name(); }
-  std::size_t max_size() const noexcept { return r_.max_size(); }
-  std::size_t max_alignment() const noexcept { return r_.max_alignment(); }
-
-  void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
-    return allocate_or_throw(*this, bytes, alignment);
-  }
-  void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
-    const std::lock_guard<std::mutex> lock(m_);
-    return r_.try_allocate(bytes, alignment);
-  }
-  void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
-    const std::lock_guard<std::mutex> lock(m_);
-    r_.deallocate(p, bytes, alignment);
-  }
-
-  /// The wrapped resource, for statistics. \requires no other thread uses it meanwhile.
-  Resource& unlocked() noexcept { return r_; }
-
-private:
-  std::mutex m_;
-  Resource r_;
-};
-
-/// The one `Resource` of `Tag`, constructed on first use (thread-safe, as every function-local
-/// static) and never destroyed. Never destroying it is what makes it safe to use from the
-/// constructors and destructors of other static objects in any translation unit: a global x-
-/// container destroyed at exit still finds its resource alive. Its chunks stay reachable from
-/// static storage, so leak checkers do not report them; the OS reclaims them at exit.
-template <class Resource, class Tag>
-Resource& immortal() noexcept(std::is_nothrow_default_constructible_v<Resource>) {
-  alignas(Resource) static unsigned char storage[sizeof(Resource)];
-  static Resource* const instance = ::new (static_cast<void*>(storage)) Resource();
-  return *instance;
-}
-
-} // namespace detail
 
 /// Which resource `static_allocator<T, Tag>` draws from. Every tag gets its own process-wide
 /// `multipool<>` behind a mutex unless this is specialized for it:
@@ -92,7 +38,7 @@ Resource& immortal() noexcept(std::is_nothrow_default_constructible_v<Resource>)
 /// outlive every container of the tag (the helper below never destroys it).
 template <class Tag>
 struct static_resource_traits {
-  using resource_type = detail::locked_resource<multipool<>>;
+  using resource_type = synchronized<multipool<>>;
   static resource_type& get() noexcept { return detail::immortal<resource_type, Tag>(); }
 };
 

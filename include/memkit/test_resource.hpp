@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "config.hpp"
-#include "debug_resource.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "upstream.hpp"
@@ -92,7 +91,7 @@ public:
     return p;
   }
 
-  /// \effects frees `p` after checking it against the registry; a mistake is reported
+  /// \effects frees `p` after checking it against the registry; a misuse is reported
   /// (`foreign_pointer` for a pointer not live here, freed before included; `size_mismatch`,
   /// `alignment_mismatch`) and the call ignored. `deallocate(nullptr, …)` does nothing.
   void deallocate(void* p, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
@@ -150,12 +149,12 @@ public:
 
   /// \returns a leak report for the youngest live block allocated after the first `watermark`
   /// allocations (`total_blocks()` then); `allocation == 0` if there is none.
-  debug_report newest_block_since(std::size_t watermark) const noexcept {
-    debug_report r{debug_mistake::leak, name_, nullptr, 0, 0, 0, 0, 0};
+  misuse_report newest_block_since(std::size_t watermark) const noexcept {
+    misuse_report r{misuse::leak, name_, nullptr, 0, 0, 0, 0, 0};
     for (const auto& [p, b] : live_) {
       if (b.number > watermark && b.number > r.allocation) {
-        r = debug_report{debug_mistake::leak, name_,  p,           b.size,
-                         b.alignment,         b.size, b.alignment, b.number};
+        r = misuse_report{misuse::leak, name_,  p,           b.size,
+                          b.alignment,  b.size, b.alignment, b.number};
       }
     }
     return r;
@@ -210,7 +209,7 @@ private:
 /// `body` is expected to let the `std::bad_alloc` through (or to handle it); any other exception,
 /// or a `std::bad_alloc` no injected failure explains, propagates.
 /// \returns the number of runs (the allocation points exercised, plus the final clean run).
-/// \throws misuse_error (mistake `leak`, naming `r` and the youngest leaked block) if a run leaked.
+/// \throws misuse_error (kind `leak`, naming `r` and the youngest leaked block) if a run leaked.
 template <class Body>
 std::size_t exception_test_loop(test_resource& r, Body&& body) {
   for (std::size_t n = 0;; ++n) {

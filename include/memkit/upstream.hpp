@@ -41,6 +41,8 @@ protected:
 /// interchangeable.
 class malloc_resource : public detail::unbounded_resource<malloc_resource> {
 public:
+  /// malloc is thread-safe (synchronized.hpp takes no lock for it).
+  static constexpr bool thread_safe = true;
   const char* name() const noexcept { return "memkit::malloc_resource"; }
 
   /// \returns a block of at least `bytes` (1 if 0) aligned to `alignment`, or null.
@@ -66,6 +68,7 @@ public:
 /// Global `operator new` / `operator delete`, aligned and sized overloads. Stateless.
 class new_delete_resource : public detail::unbounded_resource<new_delete_resource> {
 public:
+  static constexpr bool thread_safe = true;
   const char* name() const noexcept { return "memkit::new_delete_resource"; }
 
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
@@ -107,6 +110,7 @@ public:
 /// it makes a strategy fail loudly instead of silently reaching for the heap.
 class null_resource : public detail::unbounded_resource<null_resource> {
 public:
+  static constexpr bool thread_safe = true;
   const char* name() const noexcept { return "memkit::null_resource"; }
   void* try_allocate(std::size_t, std::size_t = default_alignment) noexcept { return nullptr; }
 

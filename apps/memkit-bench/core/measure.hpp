@@ -1,5 +1,6 @@
 // apps/memkit-bench/core/measure.hpp: one measurement of a workload's iteration under a policy:
-// a cold iteration, the timed ones, the result hash and the peak resident memory.
+// a cold iteration, the timed ones, the result hash and the peak resident memory; in this process
+// or, isolated, in a forked child.
 #pragma once
 
 #include <chrono>
@@ -10,10 +11,19 @@
 #include <utility>
 #include <vector>
 
-#include "core/rss.hpp"
 #include "policies/policy.hpp"
 
 namespace memkit::bench {
+
+struct bench_case;
+
+/// Resets the process's peak resident set size, so that each measurement reports its own peak
+/// (Linux >= 4.0: writing 5 to /proc/self/clear_refs resets VmHWM). \returns false if refused.
+bool reset_peak_rss() noexcept;
+/// \returns VmHWM from /proc/self/status, in KiB (0 if unreadable).
+std::size_t peak_rss_kib() noexcept;
+/// \returns VmRSS from /proc/self/status, in KiB (0 if unreadable).
+std::size_t rss_kib() noexcept;
 
 /// One (workload, variant) measurement: timed iterations after one untimed cold iteration.
 struct measurement {
@@ -64,5 +74,11 @@ measurement measure(const hint& h, std::size_t iterations, const Iteration& iter
   m.peak_rss_kib = peak > rss_before ? peak - rss_before : 0;
   return m;
 }
+
+/// Measures `c` for `iterations` in a forked child process and returns its measurement, or sets
+/// `error` (the child crashed, threw or was killed). Each measurement thus starts from the same
+/// small heap, and its peak RSS is its own rather than the most any earlier variant reached
+/// (glibc keeps freed memory, Boost's singleton pools never return theirs).
+measurement measure_in_child(const bench_case& c, std::size_t iterations, std::string& error);
 
 } // namespace memkit::bench

@@ -31,8 +31,8 @@
 #include <prometheus/text_serializer.h>
 
 #include "core/machine.hpp"
+#include "core/measure.hpp"
 #include "core/registry.hpp"
-#include "core/rss.hpp"
 #include "core/summary.hpp"
 #include "output/json.hpp"
 #include "replacement/replacement.hpp"

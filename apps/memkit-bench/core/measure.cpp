@@ -1,7 +1,7 @@
-// apps/memkit-bench/core/isolation.cpp: a measurement in a forked child, its result sent back
-// through a pipe.
+// apps/memkit-bench/core/measure.cpp: the resident-memory probes, and a measurement in a forked
+// child, its result sent back through a pipe.
 
-#include "core/isolation.hpp"
+#include "core/measure.hpp"
 
 #include <memkit/config.hpp>
 #if defined(MEMKIT_ASAN)
@@ -14,8 +14,41 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <fstream>
+#include <string>
+
+#include "core/registry.hpp"
 
 namespace memkit::bench {
+
+bool reset_peak_rss() noexcept {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+namespace {
+
+std::size_t status_kib(const char* field) noexcept {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  while (in >> key) {
+    if (key == field) {
+      std::size_t kib = 0;
+      in >> kib;
+      return kib;
+    }
+  }
+  return 0;
+}
+
+} // namespace
+
+std::size_t peak_rss_kib() noexcept { return status_kib("VmHWM:"); }
+
+std::size_t rss_kib() noexcept { return status_kib("VmRSS:"); }
+
 namespace {
 
 // Moves all `n` bytes through `io` (read or write), retrying short transfers and EINTR.
