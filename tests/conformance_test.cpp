@@ -148,6 +148,12 @@ struct thread_cached_pool_case : case_traits<memkit::thread_cached_pool<spy_ref>
   static auto make(spy_resource& spy) { return std::make_unique<holder>(64, 4096, spy_ref(spy)); }
 };
 
+// Keeps returned regions: the suite's blocks come back from it as well as from the kernel.
+struct huge_page_cache_case : case_traits<memkit::huge_page_cache, 64 * 1024, false, false> {
+  static constexpr const char* label = "HugePageCache";
+  static auto make(spy_resource&) { return std::make_unique<holder>(); }
+};
+
 template <class Case>
 class Conformance : public ::testing::Test {
 protected:
@@ -193,11 +199,11 @@ protected:
   unsigned seed_ = 20261121;
 };
 
-using cases =
-    ::testing::Types<fixed_pool_case, pool_case, array_pool_case, arena_case, stack_case,
-                     multipool_case, static_multipool_case, fallback_case, aligned_case,
-                     huge_page_case, node_pool_case, synchronized_case, debug_resource_case,
-                     concurrent_pool_case, thread_cached_case, thread_cached_pool_case>;
+using cases = ::testing::Types<fixed_pool_case, pool_case, array_pool_case, arena_case, stack_case,
+                               multipool_case, static_multipool_case, fallback_case, aligned_case,
+                               huge_page_case, huge_page_cache_case, node_pool_case,
+                               synchronized_case, debug_resource_case, concurrent_pool_case,
+                               thread_cached_case, thread_cached_pool_case>;
 struct case_names {
   template <class Case>
   static std::string GetName(int) {

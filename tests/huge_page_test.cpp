@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "memkit/allocator.hpp"
 #include "memkit/pool.hpp"
 #include "support/spy_resource.hpp"
 
@@ -176,6 +177,139 @@ TEST(HugePageResource, ServesAsThePoolsUpstream) {
   }
   // Chunks of 32, 64, ... 512 blocks: each its own 2 MiB region.
   EXPECT_EQ(pool.chunk_count(), 5u);
+}
+
+} // namespace
+
+namespace {
+
+using memkit::huge_page_cache;
+
+static_assert(memkit::is_resource_v<huge_page_cache>);
+
+TEST(HugePageCache, ReusesAReturnedRegionOfTheSameRegionSize) {
+  huge_page_cache c;
+  EXPECT_STREQ(c.name(), "memkit::huge_page_cache");
+  auto* a = static_cast<char*>(c.allocate(100));
+  EXPECT_TRUE(memkit::detail::is_aligned(a, two_mib));
+  a[0] = 42;
+  c.deallocate(a, 100);
+  EXPECT_EQ(c.cached_regions(), 1u);
+  EXPECT_EQ(c.cached_bytes(), two_mib);
+  // Any request that rounds to one 2 MiB region gets it back, contents as they were left.
+  auto* b = static_cast<char*>(c.allocate(two_mib, 4096));
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(b[0], 42) << "a reused region is not zero-filled";
+  EXPECT_EQ(c.cached_regions(), 0u);
+  EXPECT_EQ(c.cached_bytes(), 0u);
+  c.deallocate(b, two_mib, 4096);
+}
+
+TEST(HugePageCache, ServesOtherRegionSizesFreshAndZeroed) {
+  huge_page_cache c;
+  auto* small = static_cast<char*>(c.allocate(1));
+  std::memset(small, 1, two_mib);
+  c.deallocate(small, 1);
+  auto* large = static_cast<unsigned char*>(c.allocate(two_mib + 1));
+  EXPECT_NE(static_cast<void*>(large), static_cast<void*>(small));
+  EXPECT_TRUE(std::all_of(large, large + 2 * two_mib, [](unsigned char x) { return x == 0; }));
+  EXPECT_EQ(c.cached_regions(), 1u) << "the 2 MiB region is still kept";
+  c.deallocate(large, two_mib + 1);
+  EXPECT_EQ(c.cached_bytes(), 3 * two_mib);
+}
+
+TEST(HugePageCache, TakesTheMostRecentlyReturnedRegionFirst) {
+  huge_page_cache c;
+  void* a = c.allocate(10);
+  void* b = c.allocate(10);
+  c.deallocate(a, 10);
+  c.deallocate(b, 10);
+  EXPECT_EQ(c.allocate(10), b);
+  EXPECT_EQ(c.allocate(10), a);
+  c.deallocate(a, 10);
+  c.deallocate(b, 10);
+}
+
+TEST(HugePageCache, KeepsNoMoreThanItsByteLimit) {
+  huge_page_cache c(3 * two_mib);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) {
+    blocks.push_back(c.allocate(two_mib));
+  }
+  for (void* p : blocks) {
+    c.deallocate(p, two_mib);
+  }
+  EXPECT_EQ(c.cached_regions(), 3u);
+  EXPECT_EQ(c.cached_bytes(), 3 * two_mib);
+  // A region larger than what is left under the limit is unmapped, not kept.
+  void* big = c.allocate(2 * two_mib);
+  c.deallocate(big, 2 * two_mib);
+  EXPECT_EQ(c.cached_bytes(), 3 * two_mib);
+}
+
+TEST(HugePageCache, KeepsNoMoreThanMaxRegions) {
+  huge_page_cache c(std::size_t{1} << 40);
+  std::vector<void*> blocks;
+  for (std::size_t i = 0; i <= huge_page_cache::max_regions; ++i) {
+    blocks.push_back(c.allocate(64));
+  }
+  for (void* p : blocks) {
+    c.deallocate(p, 64);
+  }
+  EXPECT_EQ(c.cached_regions(), huge_page_cache::max_regions);
+}
+
+TEST(HugePageCache, TrimAndDestructionReturnTheKeptRegions) {
+  huge_page_cache c;
+  void* p = c.allocate(64);
+  c.deallocate(p, 64);
+  c.trim();
+  EXPECT_EQ(c.cached_regions(), 0u);
+  EXPECT_EQ(c.cached_bytes(), 0u);
+  // Trimmed regions are unmapped: the next request maps a fresh, zero-filled one.
+  auto* q = static_cast<unsigned char*>(c.allocate(64));
+  EXPECT_EQ(q[0], 0);
+  q[0] = 1;
+  c.deallocate(q, 64);
+}
+
+TEST(HugePageCache, GrowingVectorReusesItsRegionsAndKeepsItsHugePages) {
+  huge_page_cache c;
+  using vector = std::vector<int, memkit::allocator<int, huge_page_cache>>;
+  const std::size_t ints = (std::size_t{8} << 20) / sizeof(int);
+  std::size_t first_huge = 0;
+  for (int round = 0; round < 2; ++round) {
+    vector v(c);
+    for (std::size_t i = 0; i < ints; ++i) {
+      v.push_back(static_cast<int>(i));
+    }
+    const std::size_t huge = huge_page_resource::huge_page_bytes(v.data(), ints * sizeof(int));
+    if (round == 0) {
+      first_huge = huge;
+    } else {
+      EXPECT_EQ(huge, first_huge) << "the second round reuses the first round's pages";
+      EXPECT_EQ(c.cached_regions(), 3u) << "two 2 MiB regions and one of 4 MiB are kept";
+    }
+  }
+  // Two regions of 2 MiB, one of 4 and one of 8: what the doubling cycles through.
+  EXPECT_EQ(c.cached_bytes(), 16 * (std::size_t{1} << 20));
+}
+
+TEST(HugePageCache, ReportsMisuseUnderItsOwnNameAndKeepsNothingForIt) {
+  misuse_recorder rec;
+  huge_page_cache c;
+  auto* p = static_cast<char*>(c.allocate(100));
+  c.deallocate(p + 4096, 100);
+  c.deallocate(p, SIZE_MAX);
+  c.deallocate(p, 100, 3);
+  c.deallocate(nullptr, 100);
+  ASSERT_EQ(rec.reports().size(), 3u);
+  EXPECT_EQ(rec.reports()[0].kind, memkit::misuse::foreign_pointer);
+  EXPECT_STREQ(rec.reports()[0].resource, "memkit::huge_page_cache");
+  EXPECT_EQ(rec.reports()[1].kind, memkit::misuse::size_mismatch);
+  EXPECT_EQ(rec.reports()[2].kind, memkit::misuse::alignment_mismatch);
+  EXPECT_EQ(c.cached_regions(), 0u);
+  c.deallocate(p, 100);
 }
 
 } // namespace

@@ -78,7 +78,9 @@ struct aligned_policy : memkit_policy<memkit::aligned<>> {
   static constexpr const char* name = "memkit-aligned";
   explicit aligned_policy(const hint&) {}
 };
-struct huge_page_policy : memkit_policy<memkit::huge_page_resource> {
+/// The regions of a growing vector are kept between its growth steps and iterations, as the
+/// general-purpose allocators keep their memory mapped (huge_page.hpp, huge_page_cache).
+struct huge_page_policy : memkit_policy<memkit::huge_page_cache> {
   static constexpr const char* name = "memkit-huge-page";
   explicit huge_page_policy(const hint&) {}
 };
