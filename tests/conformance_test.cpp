@@ -55,6 +55,11 @@ struct pool_case : case_traits<memkit::pool<spy_ref>, 64> {
   static auto make(spy_resource& spy) { return std::make_unique<holder>(64, 4096, spy_ref(spy)); }
 };
 
+struct concurrent_pool_case : case_traits<memkit::concurrent_pool<spy_ref>, 64> {
+  static constexpr const char* label = "ConcurrentPool";
+  static auto make(spy_resource& spy) { return std::make_unique<holder>(64, 4096, spy_ref(spy)); }
+};
+
 struct array_pool_case : case_traits<memkit::array_pool<spy_ref>, 64> {
   static constexpr const char* label = "ArrayPool";
   static auto make(spy_resource& spy) {
@@ -177,10 +182,10 @@ protected:
   unsigned seed_ = 20261121;
 };
 
-using cases =
-    ::testing::Types<fixed_pool_case, pool_case, array_pool_case, arena_case, stack_case,
-                     multipool_case, static_multipool_case, fallback_case, aligned_case,
-                     huge_page_case, node_pool_case, synchronized_case, debug_resource_case>;
+using cases = ::testing::Types<fixed_pool_case, pool_case, array_pool_case, arena_case, stack_case,
+                               multipool_case, static_multipool_case, fallback_case, aligned_case,
+                               huge_page_case, node_pool_case, synchronized_case,
+                               debug_resource_case, concurrent_pool_case>;
 struct case_names {
   template <class Case>
   static std::string GetName(int) {

@@ -19,6 +19,7 @@
 #include "aligned.hpp"
 #include "arena.hpp"
 #include "array_pool.hpp"
+#include "concurrent_pool.hpp"
 #include "fallback.hpp"
 #include "fixed_pool.hpp"
 #include "multipool.hpp"
