@@ -87,8 +87,9 @@ void print_list(const registry& reg) {
     variants[c.w->name].push_back(c.variant);
   }
   std::set<std::string> shown;
-  std::cout << "workloads (variants that fit each; every workload with a std row also runs under "
-               "the global replacements mimalloc, jemalloc and tcmalloc):\n";
+  std::cout
+      << "workloads (variants that fit each; every workload with a std row also runs under "
+         "the global replacements mimalloc, jemalloc, tcmalloc and oneTBB's tbbmalloc proxy):\n";
   for (const auto& c : reg.cases()) {
     if (shown.insert(c.w->name).second) {
       std::cout << "  " << c.w->name << ": " << c.w->description << "\n      "

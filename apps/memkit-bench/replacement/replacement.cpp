@@ -33,6 +33,9 @@ namespace {
 #ifndef MEMKIT_BENCH_TCMALLOC
 #define MEMKIT_BENCH_TCMALLOC ""
 #endif
+#ifndef MEMKIT_BENCH_TBBMALLOC
+#define MEMKIT_BENCH_TBBMALLOC ""
+#endif
 
 /// \returns the file of the shared object that defines `symbol` as the program sees it.
 std::string defining_object(const char* symbol) {
@@ -68,6 +71,16 @@ std::string check_ownership(const std::string& name) {
     // gperftools/malloc_extension_c.h: MallocExtension_kOwned == 1.
     return ownership(p) == 1 ? "" : "MallocExtension_GetOwnership says the block is not tcmalloc's";
   }
+  if (name == "tbbmalloc") {
+    // The proxy forwards to libtbbmalloc, whose safer msize returns 0 for a block it does not
+    // own when given no fallback (oneTBB's src/tbbmalloc/frontend.cpp).
+    auto* msize = lookup<std::size_t(void*, std::size_t (*)(void*))>("__TBB_malloc_safer_msize");
+    if (msize == nullptr) {
+      return "__TBB_malloc_safer_msize not found";
+    }
+    return msize(probe.get(), nullptr) != 0 ? ""
+                                            : "tbbmalloc's msize says the block is not its own";
+  }
   if (name == "jemalloc") {
     // jemalloc counts the bytes each thread allocated ("thread.allocated"): a block from operator
     // new must move the counter if jemalloc serves it.
@@ -95,7 +108,8 @@ std::string check_ownership(const std::string& name) {
 std::vector<replacement> known_replacements() {
   return {{"mimalloc", MEMKIT_BENCH_MIMALLOC},
           {"jemalloc", MEMKIT_BENCH_JEMALLOC},
-          {"tcmalloc", MEMKIT_BENCH_TCMALLOC}};
+          {"tcmalloc", MEMKIT_BENCH_TCMALLOC},
+          {"tbbmalloc", MEMKIT_BENCH_TBBMALLOC}};
 }
 
 bool is_replacement(const std::string& name) {

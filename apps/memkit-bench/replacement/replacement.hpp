@@ -1,6 +1,6 @@
-// apps/memkit-bench/replacement/replacement.hpp: mimalloc, jemalloc and tcmalloc as global
-// malloc/operator new replacements, each run in a child process under LD_PRELOAD and checked to
-// have really taken over.
+// apps/memkit-bench/replacement/replacement.hpp: mimalloc, jemalloc, tcmalloc and oneTBB's
+// tbbmalloc proxy as global malloc/operator new replacements, each run in a child process under
+// LD_PRELOAD and checked to have really taken over.
 #pragma once
 
 #include <string>
@@ -14,7 +14,8 @@ struct replacement {
   std::string library;
 };
 
-/// \returns mimalloc, jemalloc and tcmalloc with the libraries found when memkit-bench was built.
+/// \returns mimalloc, jemalloc, tcmalloc and oneTBB's tbbmalloc proxy with the libraries found when
+/// memkit-bench was built.
 std::vector<replacement> known_replacements();
 
 /// \returns whether `name` is one of known_replacements().

@@ -15,6 +15,8 @@ void add_containers(registry& r, const params& p);
 void add_pairs(registry& r, const params& p);
 void add_false_sharing(registry& r, const params& p);
 void add_huge_pages(registry& r, const params& p);
+void add_threads(registry& r, const params& p);
+void add_cache_lines(registry& r, const params& p);
 
 /// Every workload, in the order the tables show them.
 inline void add_all(registry& r, const params& p) {
@@ -26,6 +28,8 @@ inline void add_all(registry& r, const params& p) {
   add_pairs(r, p);
   add_false_sharing(r, p);
   add_huge_pages(r, p);
+  add_threads(r, p);
+  add_cache_lines(r, p);
 }
 
 } // namespace memkit::bench
