@@ -7,6 +7,7 @@
 #include <memkit/multipool.hpp>
 #include <memkit/pool.hpp>
 #include <memkit/synchronized.hpp>
+#include <memkit/thread_cached.hpp>
 
 #include <boost/pool/singleton_pool.hpp>
 #include <foonathan/memory/memory_pool.hpp>
@@ -42,6 +43,16 @@ struct synchronized_multipool_policy : memkit_policy<memkit::synchronized<memkit
 struct concurrent_pool_policy : memkit_policy<memkit::concurrent_pool<>> {
   static constexpr const char* name = "memkit-concurrent-pool";
   explicit concurrent_pool_policy(const hint& h) : memkit_policy(h.block_size) {}
+};
+/// Per-thread caches over size classes: the any-size form.
+struct thread_cached_policy : memkit_policy<memkit::thread_cached<>> {
+  static constexpr const char* name = "memkit-thread-cached";
+  explicit thread_cached_policy(const hint&) {}
+};
+/// Per-thread caches of one block size: the fixed-size form.
+struct thread_cached_pool_policy : memkit_policy<memkit::thread_cached_pool<>> {
+  static constexpr const char* name = "memkit-thread-cached-pool";
+  explicit thread_cached_pool_policy(const hint& h) : memkit_policy(h.block_size) {}
 };
 
 /// Boost's process-wide pool of threaded_block_size blocks behind its default mutex; the

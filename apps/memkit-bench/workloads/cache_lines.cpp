@@ -113,8 +113,8 @@ void add_cache_lines(registry& r, const params& p) {
       auto iteration = objects(n, rounds, increments, scratch);
       // memkit-aligned, whose blocks own whole cache lines, is the padded ideal.
       r.add<std_policy, aligned_policy, synchronized_pool_policy, synchronized_multipool_policy,
-            concurrent_pool_policy, pmr_sync_pool_policy, foonathan_thread_safe_pool_policy>(
-          w, h, iteration);
+            concurrent_pool_policy, thread_cached_policy, thread_cached_pool_policy,
+            pmr_sync_pool_policy, foonathan_thread_safe_pool_policy>(w, h, iteration);
       r.add(tbb_policies{}, w, h, iteration);
     }
   }

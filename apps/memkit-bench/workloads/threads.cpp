@@ -206,14 +206,14 @@ void add_threads(registry& r, const params& p) {
         {threaded_name("mt-local", n), "operations", static_cast<double>(n * ops), 10,
          threads + ", each replacing a random one of its 256 live blocks " + std::to_string(ops) +
              " times with a block of 16-512 bytes"});
-    r.add<std_policy, synchronized_multipool_policy, pmr_sync_pool_policy>(mixed, {},
-                                                                           local(n, ops, 0));
+    r.add<std_policy, synchronized_multipool_policy, thread_cached_policy, pmr_sync_pool_policy>(
+        mixed, {}, local(n, ops, 0));
     r.add(tbb_policies{}, mixed, {}, local(n, ops, 0));
     const workload& same = r.add_workload(
         {threaded_name("mt-local-fixed", n), "operations", static_cast<double>(n * ops), 10,
          "mt-local with every block " + std::to_string(threaded_block_size) + " bytes"});
-    r.add<std_policy, synchronized_pool_policy, concurrent_pool_policy, pmr_sync_pool_policy,
-          boost_singleton_pool_policy, foonathan_thread_safe_pool_policy>(
+    r.add<std_policy, synchronized_pool_policy, concurrent_pool_policy, thread_cached_pool_policy,
+          pmr_sync_pool_policy, boost_singleton_pool_policy, foonathan_thread_safe_pool_policy>(
         same, fixed, local(n, ops, threaded_block_size));
     r.add(tbb_policies{}, same, fixed, local(n, ops, threaded_block_size));
     if (n >= 2) { // a producer and a consumer need two threads
@@ -223,8 +223,8 @@ void add_threads(registry& r, const params& p) {
                " blocks of " + std::to_string(threaded_block_size) +
                " bytes each through a ring of " + std::to_string(ring::capacity) +
                ", every free remote"});
-      r.add<std_policy, synchronized_pool_policy, concurrent_pool_policy, pmr_sync_pool_policy,
-            boost_singleton_pool_policy, foonathan_thread_safe_pool_policy>(
+      r.add<std_policy, synchronized_pool_policy, concurrent_pool_policy, thread_cached_pool_policy,
+            pmr_sync_pool_policy, boost_singleton_pool_policy, foonathan_thread_safe_pool_policy>(
           pc, fixed, producer_consumer(n, ops));
       r.add(tbb_policies{}, pc, fixed, producer_consumer(n, ops));
     }
@@ -232,7 +232,7 @@ void add_threads(registry& r, const params& p) {
         {threaded_name("mt-server", n), "requests", static_cast<double>(n * requests), 10,
          threads + " sharing one resource, " + std::to_string(requests) +
              " json-tree requests each, every fourth request dropped by the next thread"});
-    r.add<std_policy, synchronized_multipool_policy, pmr_sync_pool_policy>(
+    r.add<std_policy, synchronized_multipool_policy, thread_cached_policy, pmr_sync_pool_policy>(
         srv, {}, server(n, requests, shape));
     r.add(tbb_policies{}, srv, {}, server(n, requests, shape));
   }
