@@ -12,7 +12,7 @@ namespace {
 /// Set up exactly as the PmrMonotonic baseline in peers_bench.cpp: an initial heap buffer that
 /// holds a whole round, reset() rewinding to it, and an upstream that fails (null_resource) so no
 /// round can quietly reach for the heap. Both then do nothing but bump and rewind.
-class arena_variant {
+class arena_policy {
 public:
   void* allocate() { return arena_.allocate(block_size, block_alignment); }
   void reset(std::span<void*>) noexcept { arena_.reset(); }
@@ -23,7 +23,7 @@ private:
   arena<null_resource> arena_{buffer_.get(), buffer_size};
 };
 
-const bool registered = register_alloc<arena_variant>("Arena");
+const bool registered = register_alloc<arena_policy>("Arena");
 
 } // namespace
 } // namespace memkit::bench

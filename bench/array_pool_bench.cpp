@@ -8,11 +8,11 @@ namespace memkit::bench {
 namespace {
 
 // Capacity for exactly the live blocks; its two arrays come from the heap in the untimed round.
-struct array_pool_variant : resource_variant<array_pool<>> {
-  array_pool_variant() : resource_variant(block_size, live_blocks, block_alignment) {}
+struct array_pool_policy : resource_policy<array_pool<>> {
+  array_pool_policy() : resource_policy(block_size, live_blocks, block_alignment) {}
 };
 
-const bool registered = register_alloc_free<array_pool_variant>("ArrayPool");
+const bool registered = register_alloc_free<array_pool_policy>("ArrayPool");
 
 } // namespace
 } // namespace memkit::bench

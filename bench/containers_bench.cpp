@@ -1,6 +1,7 @@
 // bench/containers_bench.cpp: standard containers on memkit allocators against the allocators a
-// user would pick instead: seed 001's List1M, seed 002's MapInsertErase (and MapInsertEraseHinted,
-// the same nodes without the tree searches), seed 004's List/N and ForwardList/N. mimalloc is not
+// user would pick instead: List1M (a million ints in a list), MapInsertErase (the three-run
+// container benchmark; MapInsertEraseHinted, the same nodes without the tree searches), List/N and
+// ForwardList/N (the node-list benchmark); docs/background.md has each source. mimalloc is not
 // linked into this binary, so its figure is not measured here.
 
 #include <memkit/allocator.hpp>
@@ -26,21 +27,22 @@
 namespace memkit::bench {
 namespace {
 
-// ---- the workloads' sizes ------------------------------------------------------------------
+// ---- the patterns' sizes -------------------------------------------------------------------
 
-/// Seed 001: one million ints pushed into a std::list.
+/// A million ints in a list: one million ints pushed into a std::list.
 constexpr std::size_t list_1m = 1'000'000;
-/// Seed 002: 10,000 inserts then 10,000 erases in a std::map, 100 times per iteration.
+/// The three-run container benchmark: 10,000 inserts then 10,000 erases in a std::map, 100 times
+/// per iteration.
 constexpr std::size_t map_elements = 10'000;
 constexpr int map_rounds = 100;
 
-// ---- variants ------------------------------------------------------------------------------
-// A variant is constructed with the node size and the most nodes live at once (which only the
+// ---- policies ------------------------------------------------------------------------------
+// A policy is constructed with the node size and the most nodes live at once (which only the
 // peers that need them, and array_pool, use), hands out `alloc<T>()` for a container and
 // `recycle()`s its memory after each iteration, once the container is gone.
 
-struct std_variant {
-  std_variant(std::size_t, std::size_t) noexcept {}
+struct std_policy {
+  std_policy(std::size_t, std::size_t) noexcept {}
   template <class T>
   std::allocator<T> alloc() noexcept {
     return {};
@@ -49,9 +51,9 @@ struct std_variant {
 };
 
 /// A monotonic buffer releases everything after each iteration, as its users do.
-class pmr_monotonic_variant {
+class pmr_monotonic_policy {
 public:
-  pmr_monotonic_variant(std::size_t, std::size_t) noexcept {}
+  pmr_monotonic_policy(std::size_t, std::size_t) noexcept {}
   template <class T>
   std::pmr::polymorphic_allocator<T> alloc() noexcept {
     return &r_;
@@ -62,9 +64,9 @@ private:
   std::pmr::monotonic_buffer_resource r_;
 };
 
-class pmr_unsync_pool_variant {
+class pmr_unsync_pool_policy {
 public:
-  pmr_unsync_pool_variant(std::size_t, std::size_t) noexcept {}
+  pmr_unsync_pool_policy(std::size_t, std::size_t) noexcept {}
   template <class T>
   std::pmr::polymorphic_allocator<T> alloc() noexcept {
     return &r_;
@@ -76,9 +78,9 @@ private:
 };
 
 /// Boost's allocator for node containers: a process-wide singleton pool per node size. The pools
-/// outlive the variant, so once an earlier benchmark filled them heap_per_node reads 0.
-struct boost_fast_pool_variant {
-  boost_fast_pool_variant(std::size_t, std::size_t) noexcept {}
+/// outlive the policy, so once an earlier benchmark filled them heap_per_node reads 0.
+struct boost_fast_pool_policy {
+  boost_fast_pool_policy(std::size_t, std::size_t) noexcept {}
   template <class T>
   boost::fast_pool_allocator<T> alloc() noexcept {
     return {};
@@ -89,11 +91,11 @@ struct boost_fast_pool_variant {
 /// foonathan's node pool must be told the node size; its build-time generated node-size table is
 /// not in Debian's package, so the size measured by `node_size_of` is passed in, and the first
 /// block holds every node of an iteration.
-class foonathan_pool_variant {
+class foonathan_pool_policy {
   using pool_type = foonathan::memory::memory_pool<foonathan::memory::node_pool>;
 
 public:
-  foonathan_pool_variant(std::size_t node_size, std::size_t nodes)
+  foonathan_pool_policy(std::size_t node_size, std::size_t nodes)
       : pool_(node_size, pool_type::min_block_size(node_size, nodes)) {}
   template <class T>
   foonathan::memory::std_allocator<T, pool_type> alloc() noexcept {
@@ -107,10 +109,10 @@ private:
 
 /// A memkit resource kept across iterations, with `reset()` (or nothing) between them.
 template <class Resource, bool Reset>
-class memkit_variant {
+class memkit_policy {
 public:
   template <class... Args>
-  explicit memkit_variant(Args&&... args) : r_(std::forward<Args>(args)...) {}
+  explicit memkit_policy(Args&&... args) : r_(std::forward<Args>(args)...) {}
   template <class T>
   memkit::allocator<T, Resource> alloc() noexcept {
     return r_;
@@ -126,19 +128,19 @@ protected:
 };
 
 /// memkit's pool for containers: node_pool learns the node size from the first node.
-struct pool_variant : memkit_variant<node_pool<>, false> {
-  pool_variant(std::size_t, std::size_t) noexcept {}
+struct pool_policy : memkit_policy<node_pool<>, false> {
+  pool_policy(std::size_t, std::size_t) noexcept {}
 };
-struct multipool_variant : memkit_variant<multipool<>, false> {
-  multipool_variant(std::size_t, std::size_t) noexcept {}
+struct multipool_policy : memkit_policy<multipool<>, false> {
+  multipool_policy(std::size_t, std::size_t) noexcept {}
 };
 /// array_pool has a fixed capacity, so it is told the node size and the nodes live at once.
-struct array_pool_variant : memkit_variant<array_pool<>, false> {
-  array_pool_variant(std::size_t node_size, std::size_t nodes) : memkit_variant(node_size, nodes) {}
+struct array_pool_policy : memkit_policy<array_pool<>, false> {
+  array_pool_policy(std::size_t node_size, std::size_t nodes) : memkit_policy(node_size, nodes) {}
 };
 /// An arena frees nothing until the container is gone, then rewinds and keeps its blocks.
-struct arena_variant : memkit_variant<arena<>, true> {
-  arena_variant(std::size_t, std::size_t) noexcept {}
+struct arena_policy : memkit_policy<arena<>, true> {
+  arena_policy(std::size_t, std::size_t) noexcept {}
 };
 
 // ---- node sizes ----------------------------------------------------------------------------
@@ -185,17 +187,18 @@ void report(benchmark::State& state, std::size_t items, std::ptrdiff_t heap_grow
   state.counters["heap_per_node"] = static_cast<double>(heap_growth) / static_cast<double>(live);
 }
 
-// ---- the workloads -------------------------------------------------------------------------
+// ---- the patterns --------------------------------------------------------------------------
 
-/// Seed 001: push 1,000,000 ints into a std::list, sum them, destroy the list.
-template <class Variant>
+/// A million ints in a list: push 1,000,000 ints into a std::list, sum them, destroy the
+/// list.
+template <class Policy>
 void list_1m_bench(benchmark::State& state) {
   const std::size_t heap_before = heap_in_use();
-  Variant v(list_node_size(), list_1m);
+  Policy policy(list_node_size(), list_1m);
   std::ptrdiff_t heap_growth = 0;
-  auto round = [&v, &heap_growth, heap_before](bool measure) {
+  auto round = [&policy, &heap_growth, heap_before](bool measure) {
     {
-      list_of<decltype(v.template alloc<int>())> l(v.template alloc<int>());
+      list_of<decltype(policy.template alloc<int>())> l(policy.template alloc<int>());
       for (std::size_t i = 0; i < list_1m; ++i) {
         l.push_back(static_cast<int>(i));
       }
@@ -208,7 +211,7 @@ void list_1m_bench(benchmark::State& state) {
         heap_growth = static_cast<std::ptrdiff_t>(heap_in_use() - heap_before);
       }
     }
-    v.recycle();
+    policy.recycle();
   };
   round(true);
   for (auto _ : state) {
@@ -217,20 +220,21 @@ void list_1m_bench(benchmark::State& state) {
   report(state, list_1m, heap_growth, list_1m);
 }
 
-/// Seed 002: 10,000 inserts then 10,000 erases in one std::map, 100 times, keys in ascending
-/// order as the seed's loops use them. `Hinted` inserts at the end with a hint and erases from the
-/// front, the same nodes in the same order without the tree searches, which the seed says it does
-/// not mean to measure ("the insert/remove is where the STL library relies upon dynamic storage
-/// and that's the focus of these tests, not the underlying algorithmic performance"). By key, the
-/// searches dominate: glibc's malloc and free take about a fifth of the Std time under perf.
-template <class Variant, bool Hinted>
+/// The three-run container benchmark: 10,000 inserts then 10,000 erases in one std::map, 100 times,
+/// keys in ascending order as its loops use them. `Hinted` inserts at the end with a hint and
+/// erases from the front, the same nodes in the same order without the tree searches, which its
+/// source says it does not mean to measure ("the insert/remove is where the STL library relies upon
+/// dynamic storage and that's the focus of these tests, not the underlying algorithmic
+/// performance"). By key, the searches dominate: glibc's malloc and free take about a fifth of the
+/// Std time under perf.
+template <class Policy, bool Hinted>
 void map_insert_erase_bench(benchmark::State& state) {
   const std::size_t heap_before = heap_in_use();
-  Variant v(map_node_size(), map_elements);
+  Policy policy(map_node_size(), map_elements);
   std::ptrdiff_t heap_growth = 0;
   auto round = [&](bool measure) {
     {
-      map_of<decltype(v.template alloc<int>())> m(v.template alloc<int>());
+      map_of<decltype(policy.template alloc<int>())> m(policy.template alloc<int>());
       for (int r = 0; r < map_rounds; ++r) {
         for (int k = 0; k < static_cast<int>(map_elements); ++k) {
           if constexpr (Hinted) {
@@ -252,7 +256,7 @@ void map_insert_erase_bench(benchmark::State& state) {
       }
       benchmark::DoNotOptimize(m.size());
     }
-    v.recycle();
+    policy.recycle();
   };
   round(true);
   for (auto _ : state) {
@@ -261,18 +265,19 @@ void map_insert_erase_bench(benchmark::State& state) {
   report(state, map_elements * map_rounds, heap_growth, map_elements);
 }
 
-/// Seed 004: operations on one end of a linked list: push N elements, then pop them all.
-template <class Variant, bool Singly>
+/// The node-list benchmark: operations on one end of a linked list: push N elements, then pop them
+/// all.
+template <class Policy, bool Singly>
 void one_end_bench(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const std::size_t heap_before = heap_in_use();
-  Variant v(Singly ? forward_list_node_size() : list_node_size(), n);
+  Policy policy(Singly ? forward_list_node_size() : list_node_size(), n);
   std::ptrdiff_t heap_growth = 0;
   auto round = [&](bool measure) {
     {
-      using alloc_type = decltype(v.template alloc<int>());
+      using alloc_type = decltype(policy.template alloc<int>());
       std::conditional_t<Singly, forward_list_of<alloc_type>, list_of<alloc_type>> l(
-          v.template alloc<int>());
+          policy.template alloc<int>());
       for (std::size_t i = 0; i < n; ++i) {
         l.push_front(static_cast<int>(i));
       }
@@ -284,7 +289,7 @@ void one_end_bench(benchmark::State& state) {
       }
       benchmark::ClobberMemory();
     }
-    v.recycle();
+    policy.recycle();
   };
   round(true);
   for (auto _ : state) {
@@ -293,21 +298,21 @@ void one_end_bench(benchmark::State& state) {
   report(state, n, heap_growth, n);
 }
 
-template <class Variant>
+template <class Policy>
 void register_containers(const char* variant) {
-  benchmark::RegisterBenchmark(benchmark_name(variant, "List1M").c_str(), list_1m_bench<Variant>)
+  benchmark::RegisterBenchmark(benchmark_name(variant, "List1M").c_str(), list_1m_bench<Policy>)
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark(benchmark_name(variant, "MapInsertErase").c_str(),
-                               map_insert_erase_bench<Variant, false>)
+                               map_insert_erase_bench<Policy, false>)
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark(benchmark_name(variant, "MapInsertEraseHinted").c_str(),
-                               map_insert_erase_bench<Variant, true>)
+                               map_insert_erase_bench<Policy, true>)
       ->Unit(benchmark::kMillisecond);
 
   for (const bool singly : {true, false}) {
     benchmark::RegisterBenchmark(benchmark_name(variant, singly ? "ForwardList" : "List").c_str(),
-                                 singly ? one_end_bench<Variant, true>
-                                        : one_end_bench<Variant, false>)
+                                 singly ? one_end_bench<Policy, true>
+                                        : one_end_bench<Policy, false>)
         ->RangeMultiplier(10)
         ->Range(1'000, 1'000'000)
         ->Unit(benchmark::kMicrosecond);
@@ -315,15 +320,15 @@ void register_containers(const char* variant) {
 }
 
 const bool registered = [] {
-  register_containers<std_variant>("Std");
-  register_containers<pmr_monotonic_variant>("PmrMonotonic");
-  register_containers<pmr_unsync_pool_variant>("PmrUnsyncPool");
-  register_containers<boost_fast_pool_variant>("BoostFastPool");
-  register_containers<foonathan_pool_variant>("FoonathanPool");
-  register_containers<pool_variant>("Pool");
-  register_containers<multipool_variant>("Multipool");
-  register_containers<array_pool_variant>("ArrayPool");
-  register_containers<arena_variant>("Arena");
+  register_containers<std_policy>("Std");
+  register_containers<pmr_monotonic_policy>("PmrMonotonic");
+  register_containers<pmr_unsync_pool_policy>("PmrUnsyncPool");
+  register_containers<boost_fast_pool_policy>("BoostFastPool");
+  register_containers<foonathan_pool_policy>("FoonathanPool");
+  register_containers<pool_policy>("Pool");
+  register_containers<multipool_policy>("Multipool");
+  register_containers<array_pool_policy>("ArrayPool");
+  register_containers<arena_policy>("Arena");
   return true;
 }();
 

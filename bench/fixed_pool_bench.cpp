@@ -13,7 +13,7 @@ namespace {
 static_assert(block_alignment <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
 
 /// The storage comes from the heap, so heap_per_block counts it like the peers' chunks.
-class fixed_pool_variant {
+class fixed_pool_policy {
   static constexpr std::size_t storage_bytes =
       fixed_pool::block_size_for(block_size, block_alignment) * live_blocks;
 
@@ -27,7 +27,7 @@ private:
   fixed_pool pool_{storage_.get(), storage_bytes, block_size, block_alignment};
 };
 
-const bool registered = register_alloc_free<fixed_pool_variant>("FixedPool");
+const bool registered = register_alloc_free<fixed_pool_policy>("FixedPool");
 
 } // namespace
 } // namespace memkit::bench

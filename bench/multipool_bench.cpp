@@ -9,9 +9,9 @@ namespace {
 
 // Default options, as a general-purpose allocator is used; the size class is computed per call,
 // as it is for malloc and the std::pmr pools.
-using multipool_variant = resource_variant<multipool<>>;
+using multipool_policy = resource_policy<multipool<>>;
 
-const bool registered = register_alloc_free<multipool_variant>("Multipool");
+const bool registered = register_alloc_free<multipool_policy>("Multipool");
 
 } // namespace
 } // namespace memkit::bench

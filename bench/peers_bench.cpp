@@ -13,7 +13,7 @@
 namespace memkit::bench {
 namespace {
 
-class malloc_variant {
+class malloc_policy {
 public:
   void* allocate() { return std::malloc(block_size); }
   void deallocate(void* p) noexcept { std::free(p); }
@@ -26,7 +26,7 @@ public:
 };
 
 /// new and delete expressions, so the compiler picks the operator overloads as for any object.
-class new_delete_variant {
+class new_delete_policy {
   struct alignas(block_alignment) block {
     unsigned char bytes[block_size];
   };
@@ -39,7 +39,7 @@ public:
 /// A std::pmr resource called on its concrete type, as a user holding it would; its virtual
 /// do_allocate is then a candidate for devirtualisation, which only helps the peer.
 template <class Resource>
-class pmr_variant {
+class pmr_policy {
 public:
   void* allocate() { return r_.allocate(block_size, block_alignment); }
   void deallocate(void* p) noexcept { r_.deallocate(p, block_size, block_alignment); }
@@ -51,7 +51,7 @@ private:
 /// The Alloc baseline. Its initial buffer holds a whole round and release() rewinds to it, so after
 /// the first round it makes no upstream calls, as memkit::arena does after its first round with
 /// reset(); the null upstream turns any upstream call into an exception instead of a quiet malloc.
-class pmr_monotonic_variant {
+class pmr_monotonic_policy {
 public:
   void* allocate() { return r_.allocate(block_size, block_alignment); }
   void reset(std::span<void*>) noexcept { r_.release(); }
@@ -65,7 +65,7 @@ private:
 
 /// boost::pool's unordered malloc/free, its fast path (ordered_free keeps the free list sorted,
 /// which costs a list walk per free).
-class boost_pool_variant {
+class boost_pool_policy {
 public:
   void* allocate() { return pool_.malloc(); }
   void deallocate(void* p) noexcept { pool_.free(p); }
@@ -75,7 +75,7 @@ private:
 };
 
 /// foonathan's node pool, with a first block that holds a whole round so block growth never shows.
-class foonathan_pool_variant {
+class foonathan_pool_policy {
   using pool_type = foonathan::memory::memory_pool<foonathan::memory::node_pool>;
 
 public:
@@ -87,14 +87,14 @@ private:
 };
 
 const bool registered = [] {
-  register_alloc_free<malloc_variant>("Malloc");
-  register_alloc_free<new_delete_variant>("NewDelete");
-  register_alloc_free<pmr_variant<std::pmr::unsynchronized_pool_resource>>("PmrUnsyncPool");
-  register_alloc_free<pmr_variant<std::pmr::synchronized_pool_resource>>("PmrSyncPool");
-  register_alloc_free<boost_pool_variant>("BoostPool");
-  register_alloc_free<foonathan_pool_variant>("FoonathanPool");
-  register_alloc<malloc_variant>("Malloc");
-  register_alloc<pmr_monotonic_variant>("PmrMonotonic");
+  register_alloc_free<malloc_policy>("Malloc");
+  register_alloc_free<new_delete_policy>("NewDelete");
+  register_alloc_free<pmr_policy<std::pmr::unsynchronized_pool_resource>>("PmrUnsyncPool");
+  register_alloc_free<pmr_policy<std::pmr::synchronized_pool_resource>>("PmrSyncPool");
+  register_alloc_free<boost_pool_policy>("BoostPool");
+  register_alloc_free<foonathan_pool_policy>("FoonathanPool");
+  register_alloc<malloc_policy>("Malloc");
+  register_alloc<pmr_monotonic_policy>("PmrMonotonic");
   return true;
 }();
 

@@ -9,11 +9,11 @@ namespace {
 
 // Default growth (first chunk of 32 blocks, doubling, as boost::pool); the untimed first round of
 // each pattern obtains the chunks, so the timed loop is the free-list steady state.
-struct pool_variant : resource_variant<pool<>> {
-  pool_variant() : resource_variant(block_size, block_alignment) {}
+struct pool_policy : resource_policy<pool<>> {
+  pool_policy() : resource_policy(block_size, block_alignment) {}
 };
 
-const bool registered = register_alloc_free<pool_variant>("Pool");
+const bool registered = register_alloc_free<pool_policy>("Pool");
 
 } // namespace
 } // namespace memkit::bench

@@ -3,8 +3,8 @@
 # lets a real Prometheus server (Debian's `prometheus`) scrape them on loopback while
 # `memkit-bench load` drives them, then reads p50 and p99 per variant over time back through
 # PromQL and writes report/observe/observe.png and report/observe/index.html (docs/SERVE.md).
-# Arguments go to apps/memkit-bench/observe.py, e.g. --seconds 10 --iters 1,100 --out DIR;
-# serve options after --, e.g. -- --threads 2.
+# Arguments go to apps/memkit-bench/serve/observe.py, e.g. --seconds 10 --iters 1,100 --out DIR;
+# serve options after --, e.g. -- --workers 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench=$(scripts/build-memkit-bench.sh)
@@ -12,4 +12,4 @@ bench=$(scripts/build-memkit-bench.sh)
 # exec: observe.py itself takes SIGINT, SIGTERM and SIGHUP and, on them as on an error or the
 # end, stops the server, Prometheus and the load client it started and removes its temporary
 # directory.
-exec /usr/bin/python3 apps/memkit-bench/observe.py "$bench" "$@"
+exec /usr/bin/python3 apps/memkit-bench/serve/observe.py "$bench" "$@"

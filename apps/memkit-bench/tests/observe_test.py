@@ -22,8 +22,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import observe  # noqa: E402  (apps/memkit-bench/observe.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "serve"))
+import observe  # noqa: E402  (apps/memkit-bench/serve/observe.py)
 from serve_test import Server, fail  # noqa: E402
 
 VARIANTS = ("memkit-arena", "std")
@@ -151,6 +152,9 @@ def request_log_test(bench):
     lines = read_log(log_path)
     shutil.rmtree(workdir)
     want = [
+        # Server reads the served paths from /info as it starts.
+        {"method": "GET", "path": "/info", "workload": None, "variant": None,
+         "iterations": None, "status": 200},
         {"method": "GET", "path": "/healthz", "workload": None, "variant": None,
          "iterations": None, "status": 200},
         {"method": "GET", "path": "/run", "workload": "json-tree", "variant": "memkit-arena",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""memkit-bench serve mode under test (issue 6), driven from outside as a client would.
+"""memkit-bench serve mode under test (docs/SERVE.md), driven from outside as a client would.
 
   serve_test.py load MEMKIT_BENCH    the load test: `memkit-bench load` in a second process, bad
                                      requests mixed in, /metrics counts against what was sent,
@@ -53,7 +53,7 @@ class Server:
         asan = env.get("ASAN_OPTIONS", "")
         env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "quarantine_size_mb=8"
         self.proc = subprocess.Popen(
-            [bench, "--scale", "0.01", "serve", "--port", "0", "--threads",
+            [bench, "--scale", "0.01", "serve", "--port", "0", "--workers",
              str(LOAD_CONNECTIONS), "--warmup", "1", *serve_options],
             stdout=subprocess.PIPE, text=True, env=env)
         SERVERS.append(self.proc)
@@ -71,7 +71,10 @@ class Server:
             fail("no 'listening on' line from the server: %r" % line)
         self.port = int(match.group(1))
         print("serve_test: server pid %d on port %d" % (self.proc.pid, self.port))
-        self.sent = {}  # (path label, code) -> requests this script made
+        # The served paths, as /info lists them: the server counts every other path as "other".
+        with OPENER.open("http://127.0.0.1:%d/info" % self.port, timeout=120) as r:
+            self.paths = json.loads(r.read().decode())["paths"]
+        self.sent = {("/info", "200"): 1}  # (path label, code) -> requests this script made
 
     def get(self, target):
         """\\returns (status, body) and counts the request as the server does."""
@@ -81,7 +84,7 @@ class Server:
         except urllib.error.HTTPError as e:
             status, body = e.code, e.read().decode()
         path = target.split("?")[0]
-        label = path if path in ("/healthz", "/info", "/run", "/metrics") else "other"
+        label = path if path in self.paths else "other"
         self.sent[(label, str(status))] = self.sent.get((label, str(status)), 0) + 1
         return status, body
 

@@ -1,0 +1,34 @@
+// apps/memkit-bench/core/machine.hpp: the facts about a run shown beside its results: the build,
+// the machine and the options.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace memkit::bench {
+
+/// Facts about the run shown beside the results.
+struct run_info {
+  bool optimized = false;
+  std::string compiler;
+  std::string cpu;
+  unsigned cores = 0;
+  std::string kernel;
+  std::string thp_policy;
+  nlohmann::json options;
+};
+
+/// \returns whether this binary was built with optimizations and NDEBUG.
+constexpr bool built_optimized() noexcept {
+#if defined(__OPTIMIZE__) && defined(NDEBUG)
+  return true;
+#else
+  return false;
+#endif
+}
+
+/// \returns the machine facts (CPU model, cores, kernel, THP policy, compiler); `options` empty.
+run_info describe_run();
+
+} // namespace memkit::bench

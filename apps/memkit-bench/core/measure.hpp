@@ -1,0 +1,84 @@
+// apps/memkit-bench/core/measure.hpp: one measurement of a workload's iteration under a policy:
+// a cold iteration, the timed ones, the result hash and the peak resident memory; in this process
+// or, isolated, in a forked child.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "policies/policy.hpp"
+
+namespace memkit::bench {
+
+struct bench_case;
+
+/// Resets the process's peak resident set size, so that each measurement reports its own peak
+/// (Linux >= 4.0: writing 5 to /proc/self/clear_refs resets VmHWM). \returns false if refused.
+bool reset_peak_rss() noexcept;
+/// \returns VmHWM from /proc/self/status, in KiB (0 if unreadable).
+std::size_t peak_rss_kib() noexcept;
+/// \returns VmRSS from /proc/self/status, in KiB (0 if unreadable).
+std::size_t rss_kib() noexcept;
+
+/// One (workload, variant) measurement: timed iterations after one untimed cold iteration.
+struct measurement {
+  std::vector<double> samples_us;
+  double cold_us = 0; ///< the first iteration with a freshly built policy
+  /// The result hash of the iterations (all equal, or `consistent` is false).
+  std::uint64_t hash = 0;
+  bool consistent = true; ///< every iteration produced the same hash
+  std::size_t peak_rss_kib = 0;
+  std::string note; ///< what a workload reports besides time (huge pages obtained, ...)
+};
+
+/// Builds a `Policy` from `h`, runs `iteration(policy, note)` once cold and `iterations` times
+/// timed, recycling the policy after each, and records times, hash, the note and, if
+/// `probe_rss`, the peak RSS. The policy is destroyed before this returns: nothing it allocated
+/// outlives the call.
+template <class Policy, class Iteration>
+measurement measure(const hint& h, std::size_t iterations, const Iteration& iteration,
+                    bool probe_rss) {
+  using clock = std::chrono::steady_clock;
+  measurement m;
+  m.samples_us.reserve(iterations);
+  std::size_t rss_before = 0;
+  if (probe_rss) {
+    reset_peak_rss();
+    rss_before = rss_kib();
+  }
+  {
+    auto policy = std::make_unique<Policy>(h);
+    std::string note;
+    for (std::size_t i = 0; i <= iterations; ++i) {
+      const auto start = clock::now();
+      const std::uint64_t hash = iteration(*policy, note);
+      policy->recycle();
+      const auto stop = clock::now();
+      const double us = std::chrono::duration<double, std::micro>(stop - start).count();
+      if (i == 0) {
+        m.cold_us = us;
+        m.hash = hash;
+      } else {
+        m.samples_us.push_back(us);
+        m.consistent = m.consistent && hash == m.hash;
+      }
+    }
+    m.note = std::move(note);
+  }
+  const std::size_t peak = probe_rss ? peak_rss_kib() : 0;
+  m.peak_rss_kib = peak > rss_before ? peak - rss_before : 0;
+  return m;
+}
+
+/// Measures `c` for `iterations` in a forked child process and returns its measurement, or sets
+/// `error` (the child crashed, threw or was killed). Each measurement thus starts from the same
+/// small heap, and its peak RSS is its own rather than the most any earlier variant reached
+/// (glibc keeps freed memory, Boost's singleton pools never return theirs).
+measurement measure_in_child(const bench_case& c, std::size_t iterations, std::string& error);
+
+} // namespace memkit::bench

@@ -1,0 +1,90 @@
+// apps/memkit-bench/core/summary.hpp: a (workload, variant) pair's measurements summarised as one
+// result row, and the checks across the rows of a workload.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "measure.hpp"
+#include "registry.hpp"
+
+/// The one list of a result row's fields: it drives the JSON record (batch mode's "results" and
+/// serve mode's /run answer), reading that record back, and the CSV columns, so a field added here
+/// appears in all three. Each is a member of `result`, named as in the JSON.
+#define MEMKIT_BENCH_RESULT_FIELDS(X)                                                              \
+  X(workload)                                                                                      \
+  X(variant)                                                                                       \
+  X(unit)                                                                                          \
+  X(items_per_iteration)                                                                           \
+  X(iterations)                                                                                    \
+  X(cold_us)                                                                                       \
+  X(min_us)                                                                                        \
+  X(p50_us)                                                                                        \
+  X(p99_us)                                                                                        \
+  X(max_us)                                                                                        \
+  X(mean_us)                                                                                       \
+  X(throughput_per_s)                                                                              \
+  X(speedup_vs_std)                                                                                \
+  X(peak_rss_kib)                                                                                  \
+  X(hash)                                                                                          \
+  X(hash_ok)                                                                                       \
+  X(percentiles_us)                                                                                \
+  X(note)
+
+namespace memkit::bench {
+
+/// Bumped whenever a field changes meaning or disappears (adding fields keeps the version).
+inline constexpr int schema_version = 1;
+
+/// A result hash. Written as "0x" and 16 hex digits: JSON readers that hold numbers as doubles
+/// would round a 64-bit integer.
+struct hash_code {
+  std::uint64_t value = 0;
+  bool operator==(const hash_code&) const = default;
+};
+
+/// \returns `h` as "0x" and 16 lower-case hex digits.
+std::string to_string(hash_code h);
+void to_json(nlohmann::json& j, hash_code h);
+/// \throws nlohmann::json::exception or std::invalid_argument if `j` is not such a string.
+void from_json(const nlohmann::json& j, hash_code& h);
+
+/// One row: a (workload, variant) pair summarised over every repetition.
+struct result {
+  std::string workload;
+  std::string variant;
+  std::string unit;
+  double items_per_iteration = 1; ///< units of work in one iteration
+  std::size_t iterations = 0;     ///< timed iterations over every repetition
+  double cold_us = 0;             ///< median over repetitions of the first, untimed iteration
+  double min_us = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  double max_us = 0;
+  double mean_us = 0;
+  double throughput_per_s = 0; ///< items per second at the median
+  double speedup_vs_std = 0;   ///< std's p50 / this p50; 0 when the workload has no std row
+  std::size_t peak_rss_kib = 0;
+  hash_code hash;
+  bool hash_ok = true;                ///< consistent across iterations and equal to the std row's
+  std::vector<double> percentiles_us; ///< 0th .. 100th percentile, 101 values
+  std::string note;
+
+  bool operator==(const result&) const = default;
+};
+
+/// \returns the nearest-rank `q`th percentile (0..100) of `sorted`: a value actually measured (0
+/// if empty).
+double percentile(const std::vector<double>& sorted, double q);
+
+/// \returns `ms` (one per repetition) summarised as a row.
+result summarize(const workload& w, const std::string& variant, std::vector<measurement>& ms);
+
+/// \effects fills speedup_vs_std and checks every row's hash against its workload's std row (or
+/// the first row when there is none). \returns false if any hash disagrees.
+bool compare_rows(std::vector<result>& rows);
+
+} // namespace memkit::bench

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""memkit-bench's report: PNG charts and an index.html from the JSON memkit-bench writes.
+
+Usage: report.py RESULTS.json OUTPUT_DIR
+
+Writes, per workload, p50-<workload>.png (median per variant with a whisker to p99) and
+dist-<workload>.png (each variant's latency percentiles), plus speedup.png (speed-up over std at
+the median, workload x variant) and index.html showing them all. Needs matplotlib; nothing else
+beyond the standard library.
+"""
+
+import html
+import json
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+SUPPORTED_SCHEMA = 1
+
+
+def safe(name):
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+def variant_color(variant):
+    """One colour family per kind of variant, so a reader can tell memkit from its peers."""
+    if variant == "std":
+        return "#444444"
+    if variant.startswith("memkit-"):
+        return "#1f77b4"
+    if variant.startswith("pmr-"):
+        return "#ff7f0e"
+    if variant.startswith("boost-") or variant.startswith("foonathan-"):
+        return "#2ca02c"
+    return "#9467bd"  # global replacements
+
+
+def p50_chart(workload, rows, path):
+    rows = sorted(rows, key=lambda r: r["p50_us"])
+    names = [r["variant"] for r in rows]
+    p50 = [r["p50_us"] for r in rows]
+    p99 = [r["p99_us"] for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 0.38 * len(rows) + 1.4))
+    ax.barh(names, p50, color=[variant_color(n) for n in names],
+            xerr=[[0] * len(rows), [max(0.0, b - a) for a, b in zip(p50, p99)]],
+            error_kw={"ecolor": "#000000", "capsize": 3, "elinewidth": 1})
+    for y, (a, b) in enumerate(zip(p50, p99)):
+        ax.text(b, y, f"  {a:,.0f}" if a >= 100 else f"  {a:.3g}", va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("µs per iteration: bar = p50, whisker = p99")
+    ax.set_title(f"{workload}: median with p99 (shorter is faster)")
+    ax.set_xlim(0, max(p99) * 1.18 if p99 else 1)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def distribution_chart(workload, rows, path):
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    palette = plt.get_cmap("tab20").colors
+    for i, r in enumerate(sorted(rows, key=lambda r: r["p50_us"])):
+        # Up to p99: the maximum is one sample, in the table; it would squeeze every curve.
+        values = r["percentiles_us"][:100]
+        if not values:
+            continue
+        style = "-" if r["variant"].startswith("memkit-") or r["variant"] == "std" else "--"
+        ax.plot(values, range(len(values)), style, label=r["variant"],
+                color="#000000" if r["variant"] == "std" else palette[i % len(palette)],
+                linewidth=2.2 if r["variant"] == "std" else 1.3)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    # Minor labels at 2x and 5x only, so a wide range does not run them together.
+    ax.xaxis.set_minor_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if f"{v:.0e}"[0] in "25" else ""))
+    ax.tick_params(axis="x", which="minor", labelsize=7)
+    ax.set_xlabel("µs per iteration (log scale)")
+    ax.set_ylabel("percentile")
+    ax.set_yticks([0, 25, 50, 75, 90, 99])
+    ax.set_title(f"{workload}: latency distribution per variant (left is faster)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def variant_order(variant):
+    """std first, then memkit, std::pmr, the pool libraries and the global replacements."""
+    for rank, prefix in enumerate(("std", "memkit-", "pmr-", "boost-", "foonathan-")):
+        if variant == prefix or (prefix.endswith("-") and variant.startswith(prefix)):
+            return (rank, variant)
+    return (5, variant)
+
+
+def speedup_heatmap(workloads, variants, by_key, path):
+    ratios = [[by_key.get((w, v), {}).get("speedup_vs_std") or math.nan for v in variants]
+              for w in workloads]
+    # Coloured by log2 of the ratio, so 2x faster and 2x slower are equally strong.
+    grid = [[math.log2(x) if x > 0 else math.nan for x in row] for row in ratios]
+    finite = [abs(x) for row in grid for x in row if not math.isnan(x)]
+    # Saturates at 8x either way, so that the common 1.2x-3x differences still show as colour.
+    limit = min(max(finite + [1.0]), 3.0)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.62 * len(variants), 1.6 + 0.34 * len(workloads)))
+    cmap = plt.get_cmap("RdYlGn").copy()
+    cmap.set_bad("#eeeeee")
+    image = ax.imshow(grid, cmap=cmap, aspect="auto", vmin=-limit, vmax=limit)
+    ax.set_xticks(range(len(variants)), labels=variants, rotation=60, ha="right", fontsize=8)
+    ax.set_yticks(range(len(workloads)), labels=workloads, fontsize=8)
+    for i, row in enumerate(ratios):
+        for j, x in enumerate(row):
+            if not math.isnan(x):
+                ax.text(j, i, f"{x:.2f}", ha="center", va="center", fontsize=6.5)
+    ax.set_title("speed-up over std at p50 (green: faster than std; grey: does not fit)")
+    ticks = [t for t in range(-3, 4) if abs(t) <= limit]
+    bar = fig.colorbar(image, ax=ax, fraction=0.025, pad=0.01, ticks=ticks)
+    bar.ax.set_yticklabels([f"{2.0 ** t:g}x" for t in ticks])
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def row_table(rows):
+    head = ("<tr><th>variant</th><th>cold µs</th><th>min µs</th><th>p50 µs</th><th>p99 µs</th>"
+            "<th>max µs</th><th>throughput/s</th><th>vs std</th><th>+peak RSS KiB</th>"
+            "<th>hash</th><th>note</th></tr>")
+    lines = [head]
+    for r in rows:
+        mark = "" if r["hash_ok"] else " <b>MISMATCH</b>"
+        speedup = f"{r['speedup_vs_std']:.2f}x" if r["speedup_vs_std"] else "-"
+        lines.append(
+            f"<tr><td>{html.escape(r['variant'])}</td><td>{r['cold_us']:.2f}</td>"
+            f"<td>{r['min_us']:.2f}</td><td>{r['p50_us']:.2f}</td><td>{r['p99_us']:.2f}</td>"
+            f"<td>{r['max_us']:.2f}</td><td>{r['throughput_per_s']:,.0f}</td><td>{speedup}</td>"
+            f"<td>{r['peak_rss_kib']}</td><td><code>{r['hash']}</code>{mark}</td>"
+            f"<td>{html.escape(r['note'])}</td></tr>")
+    return "<table>" + "\n".join(lines) + "</table>"
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(argv[1], encoding="utf-8") as f:
+        doc = json.load(f)
+    if doc.get("schema") != SUPPORTED_SCHEMA:
+        print(f"report.py: unsupported schema {doc.get('schema')!r}", file=sys.stderr)
+        return 2
+    out = argv[2]
+    os.makedirs(out, exist_ok=True)
+
+    results = doc["results"]
+    workloads, variants, by_workload, by_key = [], [], {}, {}
+    for r in results:
+        if r["workload"] not in by_workload:
+            workloads.append(r["workload"])
+            by_workload[r["workload"]] = []
+        if r["variant"] not in variants:
+            variants.append(r["variant"])
+        by_workload[r["workload"]].append(r)
+        by_key[(r["workload"], r["variant"])] = r
+
+    variants.sort(key=variant_order)
+    speedup_heatmap(workloads, variants, by_key, os.path.join(out, "speedup.png"))
+    sections = []
+    for w in workloads:
+        p50_file, dist_file = f"p50-{safe(w)}.png", f"dist-{safe(w)}.png"
+        p50_chart(w, by_workload[w], os.path.join(out, p50_file))
+        distribution_chart(w, by_workload[w], os.path.join(out, dist_file))
+        sections.append(
+            f"<h2 id='{safe(w)}'>{html.escape(w)}</h2>\n<img src='{p50_file}' alt='p50 and p99 "
+            f"of {html.escape(w)}'>\n<img src='{dist_file}' alt='latency distribution of "
+            f"{html.escape(w)}'>\n{row_table(by_workload[w])}")
+
+    machine = doc.get("machine", {})
+    warning = "" if doc.get("optimized") else (
+        "<p class='warn'>UNOPTIMIZED BUILD: these timings say nothing about speed. "
+        "Build with CMAKE_BUILD_TYPE=Release.</p>")
+    targets = "".join(
+        f"<li>{'met' if t['met'] else '<b>MISSED</b>'}: {html.escape(t['target'])}: "
+        f"{html.escape(t['measured'])}<br><small>{html.escape(t.get('source', ''))} "
+        f"({html.escape(t.get('background', ''))})</small></li>"
+        for t in doc.get("targets", []))
+    contents = " · ".join(f"<a href='#{safe(w)}'>{html.escape(w)}</a>" for w in workloads)
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>memkit-bench report</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; max-width: 1100px; }}
+img {{ max-width: 100%; display: block; margin: 0.5em 0; }}
+table {{ border-collapse: collapse; font-size: 0.85em; margin-bottom: 2em; }}
+td, th {{ border: 1px solid #ccc; padding: 2px 6px; text-align: right; }}
+td:first-child, td:last-child {{ text-align: left; }}
+.warn {{ background: #fdd; border: 2px solid #c00; padding: 0.5em; font-weight: bold; }}
+</style></head><body>
+<h1>memkit-bench report</h1>
+{warning}
+<p>{html.escape(machine.get('cpu', '?'))}, {machine.get('cores', '?')} cores,
+{html.escape(machine.get('kernel', '?'))}, transparent huge pages:
+{html.escape(machine.get('thp_policy', '?'))}, {html.escape(machine.get('compiler', '?'))}.</p>
+<p>Times are per iteration of each workload; p50 is the median, p99 the 99th percentile of the
+timed iterations; "cold" is the first iteration with a freshly built allocator, not counted in the
+others. Speed-up is std's p50 over the variant's p50. "+peak RSS" is the peak resident memory of the
+measuring process above its resident memory when the measurement began (each measurement runs in
+its own process).</p>
+<h2>Speed targets</h2>
+<ul>{targets}</ul>
+<h2>Speed-up over std</h2>
+<img src="speedup.png" alt="speed-up heat map">
+<p>{contents}</p>
+{chr(10).join(sections)}
+</body></html>
+"""
+    with open(os.path.join(out, "index.html"), "w", encoding="utf-8") as f:
+        f.write(page)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,46 @@
+// apps/memkit-bench/output/table.cpp: the results as text tables, one per workload.
+
+#include "output/table.hpp"
+
+#include <iomanip>
+#include <ostream>
+#include <string>
+
+#include "output/format.hpp"
+
+namespace memkit::bench {
+
+void print_tables(std::ostream& out, const std::vector<result>& rows, const run_info& info) {
+  out << "memkit-bench on " << info.cpu << " (" << info.cores << " cores), " << info.kernel << ", "
+      << info.compiler << "\n";
+  if (!info.optimized) {
+    out << "!!! UNOPTIMIZED BUILD (no -O or no NDEBUG): these figures say nothing about speed "
+           "!!!\n";
+  }
+  std::string current;
+  for (const auto& r : rows) {
+    if (r.workload != current) {
+      current = r.workload;
+      out << "\n== " << r.workload << (info.optimized ? "" : "  [UNOPTIMIZED]")
+          << "  (times per iteration in us, throughput in " << r.unit
+          << "/s, +peak: peak RSS above the start)\n";
+      out << std::left << std::setw(24) << "variant" << std::right << std::setw(10) << "cold"
+          << std::setw(10) << "min" << std::setw(10) << "p50" << std::setw(10) << "p99"
+          << std::setw(10) << "max" << std::setw(15) << "throughput" << std::setw(8) << "vs std"
+          << std::setw(11) << "+peak KiB"
+          << "  " << std::left << std::setw(20) << "hash"
+          << "note\n";
+    }
+    const int digits = r.p50_us < 100 ? 2 : 0;
+    out << std::left << std::setw(24) << r.variant << std::right << std::setw(10)
+        << fixed(r.cold_us, digits) << std::setw(10) << fixed(r.min_us, digits) << std::setw(10)
+        << fixed(r.p50_us, digits) << std::setw(10) << fixed(r.p99_us, digits) << std::setw(10)
+        << fixed(r.max_us, digits) << std::setw(15) << thousands(r.throughput_per_s) << std::setw(8)
+        << (r.speedup_vs_std > 0 ? fixed(r.speedup_vs_std, 2) + "x" : "-") << std::setw(11)
+        << r.peak_rss_kib << "  " << std::left << std::setw(20)
+        << (r.hash_ok ? to_string(r.hash) : to_string(r.hash) + "!") << r.note
+        << (r.hash_ok ? "" : "  HASH MISMATCH") << "\n";
+  }
+}
+
+} // namespace memkit::bench

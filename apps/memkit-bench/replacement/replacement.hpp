@@ -1,0 +1,36 @@
+// apps/memkit-bench/replacement/replacement.hpp: mimalloc, jemalloc and tcmalloc as global
+// malloc/operator new replacements, each run in a child process under LD_PRELOAD and checked to
+// have really taken over.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace memkit::bench {
+
+/// A malloc replacement and the shared library that provides it ("" when not installed).
+struct replacement {
+  std::string name;
+  std::string library;
+};
+
+/// \returns mimalloc, jemalloc and tcmalloc with the libraries found when memkit-bench was built.
+std::vector<replacement> known_replacements();
+
+/// \returns whether `name` is one of known_replacements().
+bool is_replacement(const std::string& name);
+
+/// \returns why the global replacements cannot run in this binary ("" if they can): a sanitizer
+/// runtime replaces malloc itself, so a preloaded allocator would not be what gets measured.
+std::string replacements_unavailable_reason();
+
+/// Called in the child: \returns "" if both malloc and operator new are served by `name`'s
+/// library, else what was found instead. Checks that `malloc` resolves into the library (dladdr)
+/// and asks the library itself, through its own API, whether a block from `new` is its own.
+std::string check_interception(const std::string& name);
+
+/// Runs this executable (/proc/self/exe) with `args` and LD_PRELOAD=`r.library`, waits for it.
+/// \returns its exit status (128 + signal if killed, 127 if it could not start).
+int run_preloaded(const replacement& r, const std::vector<std::string>& args);
+
+} // namespace memkit::bench

@@ -1,0 +1,31 @@
+// apps/memkit-bench/workloads/workloads.hpp: every workload, each registered by its own file with
+// the variants that fit it.
+#pragma once
+
+#include "core/params.hpp"
+#include "core/registry.hpp"
+
+namespace memkit::bench {
+
+void add_json_tree(registry& r, const params& p);
+void add_vector_strings(registry& r, const params& p);
+void add_list_1m(registry& r, const params& p);
+void add_node_lists(registry& r, const params& p);
+void add_containers(registry& r, const params& p);
+void add_pairs(registry& r, const params& p);
+void add_false_sharing(registry& r, const params& p);
+void add_huge_pages(registry& r, const params& p);
+
+/// Every workload, in the order the tables show them.
+inline void add_all(registry& r, const params& p) {
+  add_json_tree(r, p);
+  add_vector_strings(r, p);
+  add_list_1m(r, p);
+  add_node_lists(r, p);
+  add_containers(r, p);
+  add_pairs(r, p);
+  add_false_sharing(r, p);
+  add_huge_pages(r, p);
+}
+
+} // namespace memkit::bench
