@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # memkit-bench, the main job: installs what is missing, builds memkit-bench (Release) and runs every
-# seed workload against every memkit strategy and every peer (std::pmr, Boost.Pool, foonathan,
-# mimalloc, jemalloc and tcmalloc preloaded in their own processes). Prints one table per workload
+# published and threaded workload against every memkit strategy and every peer (std::pmr,
+# Boost.Pool, foonathan, oneTBB, and mimalloc, jemalloc, tcmalloc and oneTBB's malloc proxy preloaded
+# in their own processes). Prints one table per workload
 # and writes report/index.html with the charts, report/results.json and report/results.csv.
 # Extra arguments go to memkit-bench, e.g. --workloads json-tree,pairs --repeat 3 (see --help).
 set -euo pipefail
