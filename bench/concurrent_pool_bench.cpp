@@ -4,10 +4,11 @@
 //
 // `BM_<variant>_AllocFree/threads:N`: the AllocFree pattern of patterns.hpp (allocate live_blocks
 // blocks, write a byte into each, free them newest first) run by N threads at once on one shared
-// instance of the policy, so every allocate and free contends with the other thread's. Rates are
-// per thread over wall time (UseRealTime), so the total is N times the rate shown. The heap each
-// block costs is measured once, in the first (single-threaded) round, and reported beside the
-// one-thread rates.
+// instance of the policy, so every allocate and free contends with the other thread's. Timed on
+// the wall clock (UseRealTime); Google Benchmark sums the iterations and items of the threads, so
+// Time is wall time per 1000 pairs of any thread and items_per_second is the total throughput. The
+// heap each block costs is measured once, in the first (single-threaded) round, and reported
+// beside the one-thread rates.
 
 #include <boost/pool/singleton_pool.hpp>
 
