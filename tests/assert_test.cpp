@@ -17,8 +17,8 @@ TEST(Assert, PassingAssertionsEvaluateTheirExpressionOnlyAtTheirLevel) {
   MEMKIT_ASSERT(counted(true));
   MEMKIT_ASSERT_INTERNAL(counted(true));
   MEMKIT_ASSERT_EXPENSIVE(counted(true));
-  EXPECT_EQ(evaluations, (memkit::debug_level >= 1) + (memkit::debug_level >= 2) +
-                             (memkit::debug_level >= 3));
+  EXPECT_EQ(evaluations,
+            (memkit::debug_level >= 1) + (memkit::debug_level >= 2) + (memkit::debug_level >= 3));
 }
 
 TEST(AssertDeathTest, FailureNamesTheExpressionAndAborts) {

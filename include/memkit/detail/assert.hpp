@@ -14,9 +14,8 @@ namespace detail {
 /// An assertion may fail while the heap is exhausted or corrupt, so nothing here allocates: the
 /// line number is formatted into a stack buffer and written with `std::fputs` (stderr is
 /// unbuffered).
-[[noreturn]] MEMKIT_COLD MEMKIT_NOINLINE inline void assertion_failed(const char* expression,
-                                                                      const char* file,
-                                                                      unsigned line) noexcept {
+[[noreturn]] MEMKIT_COLD MEMKIT_NOINLINE inline void
+assertion_failed(const char* expression, const char* file, unsigned line) noexcept {
   char digits[12];
   char* end = digits + sizeof(digits);
   char* first = end;
