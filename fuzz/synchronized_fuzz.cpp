@@ -16,7 +16,7 @@ struct over_pool : memkit::fuzz::target_defaults {
     memkit::pool_options o;
     o.block_size = in.below(1025);
     o.block_alignment = in.power_of_two(12);
-    o.first_chunk_blocks = in.below(65);
+    o.first_chunk_blocks = 1 + in.below(64); // zero is a constructor error (pool_test)
     return std::make_unique<resource>(o);
   }
 };
@@ -29,8 +29,8 @@ struct over_arena : memkit::fuzz::target_defaults {
 
   static auto make(memkit::fuzz::byte_reader& in) {
     memkit::arena_options o;
-    o.first_block_size = in.below(65537);
-    o.max_block_size = in.below((std::size_t{1} << 20) + 1);
+    o.first_block_size = 1 + in.below(65536); // zero is a constructor error
+    o.max_block_size = 1 + in.below(std::size_t{1} << 20);
     return std::make_unique<resource>(memkit::fuzz::upstream(), o);
   }
 };

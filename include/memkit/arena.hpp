@@ -280,7 +280,9 @@ private:
     std::size_t n = 0;
     std::size_t above = used();
     for (const block* b = current_; b != nullptr; b = b->prev) {
-      if (++n > limit || b->used_before > above || b->size < min_block_size) {
+      // A block holds its header and at least one byte; it may be smaller than min_block_size when
+      // a bounded upstream refused the next growth size and gave just what the request needed.
+      if (++n > limit || b->used_before > above || b->size <= sizeof(block)) {
         return false;
       }
       above = b->used_before;
