@@ -21,6 +21,7 @@ namespace memkit::replacement {
 
 std::atomic<global_heap*> the_heap{nullptr};
 unsigned the_mode = mode_fast;
+std::atomic<global_heap*> the_fast_heap{nullptr};
 
 namespace {
 
@@ -360,6 +361,9 @@ global_heap* make_heap() noexcept {
     the_mode = parse_options(std::getenv("MEMKIT_OPTIONS"));
     auto* h = ::new (heap_storage) global_heap;
     the_heap.store(h, std::memory_order_release);
+    if (the_mode == mode_fast) {
+      the_fast_heap.store(h, std::memory_order_release);
+    }
     heap_state.store(2, std::memory_order_release);
     // Registering may allocate: the heap is published first, so that call is served normally.
     ::pthread_atfork(&before_fork, &after_fork, &after_fork);
@@ -419,10 +423,7 @@ std::size_t trim() noexcept {
   if (h == nullptr) {
     return 0;
   }
-  h->lock_all();
-  const std::size_t given = h->upstream().purge(true);
-  h->unlock_all();
-  return given;
+  return h->trim();
 }
 
 void free_foreign(void* p) noexcept {

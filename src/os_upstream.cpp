@@ -3,9 +3,13 @@
 
 #include "memkit/detail/align.hpp"
 #include "memkit/detail/os.hpp"
+#include "memkit/detail/thread_depot.hpp"
 #include "memkit/detail/thread_heap.hpp"
 
 namespace memkit::replacement {
+
+// The engine's depot gives unused chunks back only through an upstream that decommits.
+static_assert(detail::tc_decommits<os_upstream>::value);
 
 namespace {
 
@@ -83,6 +87,8 @@ void os_upstream::deallocate(void* p, std::size_t bytes, std::size_t alignment) 
   kept_[kept_count_++] = {p, n, detail::os::now_ms()};
   kept_bytes_ += n;
 }
+
+void os_upstream::decommit(void* p, std::size_t bytes) noexcept { detail::os::decommit(p, bytes); }
 
 std::size_t os_upstream::purge(bool everything) noexcept {
   if (kept_count_ == 0) {
