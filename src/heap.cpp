@@ -61,35 +61,6 @@ void complain(const char* what, const char* item, std::size_t length) noexcept {
   write_stderr("\" in MEMKIT_OPTIONS (known: stats:0|1, debug:0|1); ignored\n");
 }
 
-unsigned parse_options(const char* text) noexcept {
-  unsigned m = mode_fast;
-  for (const char* p = text; p != nullptr && *p != '\0';) {
-    const char* end = std::strchr(p, ',');
-    const std::size_t length = end == nullptr ? std::strlen(p) : static_cast<std::size_t>(end - p);
-    const char* colon = static_cast<const char*>(std::memchr(p, ':', length));
-    const std::size_t name_length = colon == nullptr ? length : static_cast<std::size_t>(colon - p);
-    const char* value = colon == nullptr ? "" : colon + 1;
-    const std::size_t value_length = colon == nullptr ? 0 : length - name_length - 1;
-    unsigned bit = 0;
-    if (name_length == 5 && std::strncmp(p, "stats", 5) == 0) {
-      bit = mode_stats;
-    } else if (name_length == 5 && std::strncmp(p, "debug", 5) == 0) {
-      bit = mode_debug;
-    }
-    if (length == 0) {
-      // an empty item ("a,,b" or a trailing comma) says nothing
-    } else if (bit == 0) {
-      complain("unknown option", p, length);
-    } else if (value_length == 1 && (*value == '0' || *value == '1')) {
-      m = *value == '1' ? (m | bit) : (m & ~bit);
-    } else {
-      complain("bad value (0 or 1) in", p, length);
-    }
-    p = end == nullptr ? nullptr : end + 1;
-  }
-  return m;
-}
-
 // ---- Counters (stats:1) ----------------------------------------------------------------------
 
 // Threads count into one of these by a slot taken on their first call: no line is written by two
@@ -351,6 +322,35 @@ __attribute__((destructor)) void print_stats_at_exit() noexcept {
 }
 
 } // namespace
+
+unsigned parse_options(const char* text) noexcept {
+  unsigned m = mode_fast;
+  for (const char* p = text; p != nullptr && *p != '\0';) {
+    const char* end = std::strchr(p, ',');
+    const std::size_t length = end == nullptr ? std::strlen(p) : static_cast<std::size_t>(end - p);
+    const char* colon = static_cast<const char*>(std::memchr(p, ':', length));
+    const std::size_t name_length = colon == nullptr ? length : static_cast<std::size_t>(colon - p);
+    const char* value = colon == nullptr ? "" : colon + 1;
+    const std::size_t value_length = colon == nullptr ? 0 : length - name_length - 1;
+    unsigned bit = 0;
+    if (name_length == 5 && std::strncmp(p, "stats", 5) == 0) {
+      bit = mode_stats;
+    } else if (name_length == 5 && std::strncmp(p, "debug", 5) == 0) {
+      bit = mode_debug;
+    }
+    if (length == 0) {
+      // an empty item ("a,,b" or a trailing comma) says nothing
+    } else if (bit == 0) {
+      complain("unknown option", p, length);
+    } else if (value_length == 1 && (*value == '0' || *value == '1')) {
+      m = *value == '1' ? (m | bit) : (m & ~bit);
+    } else {
+      complain("bad value (0 or 1) in", p, length);
+    }
+    p = end == nullptr ? nullptr : end + 1;
+  }
+  return m;
+}
 
 global_heap::global_heap() noexcept : thread_cached(os_upstream{}, heap_options()) {}
 

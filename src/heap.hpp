@@ -72,6 +72,9 @@ extern unsigned the_mode;
 /// the_heap when the_mode is mode_fast, else null: the one load the fast paths test.
 extern std::atomic<global_heap*> the_fast_heap;
 
+/// \returns the modes MEMKIT_OPTIONS `text` asks for ("stats:1,debug:1"; null: none), reporting
+/// on stderr every item it does not know or whose value is not 0 or 1.
+unsigned parse_options(const char* text) noexcept;
 global_heap* make_heap() noexcept;
 void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept;
 void free_slow(void* p) noexcept;

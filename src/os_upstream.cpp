@@ -28,9 +28,10 @@ std::size_t os_upstream::region_size(std::size_t bytes) noexcept {
   if (n == 0) {
     return 0;
   }
-  // Eight steps per power of two: the step is an eighth of the largest power of two below n.
+  // Eight steps per power of two: the step is the largest power of two up to n / 8 (a page at
+  // least), so rounding adds at most an eighth.
   std::size_t step = page_size;
-  for (std::size_t top = n >> 3; step < top;) {
+  while (step <= (n >> 4)) {
     step <<= 1;
   }
   return detail::round_up(n, step);
