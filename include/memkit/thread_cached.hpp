@@ -123,6 +123,10 @@ class thread_cached
                 "thread_cached<U>: U must implement the resource interface");
   static constexpr std::size_t bins = detail::class_index(detail::tc_max_class_size) + 1;
   using front = detail::tc_front<Upstream, bins>;
+
+protected:
+  // The malloc replacement (src/) builds on the engine: its sizeless free finds the header
+  // through the chunk map, which also screens pointers it never handed out.
   using engine = typename front::engine;
   using front::engine_;
 

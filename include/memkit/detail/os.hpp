@@ -1,6 +1,7 @@
 // memkit/detail/os.hpp: every operating-system call memkit makes, behind one small internal API.
-// Linux only: mmap/munmap/madvise, the page size, and the kernel's transparent-huge-page reports.
-// The strategies above this file contain no system calls and no platform #ifdefs.
+// Linux only: mmap/munmap/madvise, the page size, a coarse clock, and the kernel's
+// transparent-huge-page reports. The strategies above this file contain no system calls and no
+// platform #ifdefs.
 #pragma once
 
 #if !defined(__linux__)
@@ -14,6 +15,7 @@
 #include <cstring>
 
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../config.hpp"
@@ -64,6 +66,22 @@ inline void* map_aligned(std::size_t bytes, std::size_t alignment) noexcept {
     unmap(base + head + bytes, tail);
   }
   return base + head;
+}
+
+/// Gives the physical pages of `[p, p + bytes)` back to the kernel and keeps the range mapped:
+/// it reads as zeros when next touched (MADV_DONTNEED on private anonymous memory).
+/// \returns whether the kernel did it. \requires the range is whole pages obtained from map().
+inline bool decommit(void* p, std::size_t bytes) noexcept {
+  return ::madvise(p, bytes, MADV_DONTNEED) == 0;
+}
+
+/// \returns a monotonic clock in milliseconds, at the kernel tick's resolution (a few ms) and the
+/// cost of a vDSO read: for delays, not for measurements.
+inline std::uint64_t now_ms() noexcept {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1000 +
+         static_cast<std::uint64_t>(t.tv_nsec) / 1000000;
 }
 
 /// Asks the kernel to back `[p, p + bytes)` with transparent huge pages when it faults the memory

@@ -96,7 +96,11 @@ public:
   /// The free fast path: a block of a chunk the calling thread's heap owns goes on that chunk's
   /// free list; anything else (another heap's block, a large block, no heap yet) goes out of line.
   MEMKIT_ALWAYS_INLINE void deallocate_block(void* p, std::size_t bytes) noexcept {
-    tc_chunk* c = tc_chunk_of(p);
+    deallocate_in(p, tc_chunk_of(p), bytes);
+  }
+
+  /// deallocate_block with the header of `p`'s chunk or large region already found (`find`).
+  MEMKIT_ALWAYS_INLINE void deallocate_in(void* p, tc_chunk* c, std::size_t bytes) noexcept {
     heap* h = my_heap();
     if (MEMKIT_LIKELY(h != nullptr && c->owner == h)) {
       h->counters.on_deallocate(bytes);
@@ -185,6 +189,22 @@ public:
     return in_range(p, c->blocks,
                     tc_chunk_size -
                         static_cast<std::size_t>(c->blocks - reinterpret_cast<const char*>(c)));
+  }
+
+  /// \returns the header of the chunk or large region holding `p`, or null if `p` lies in no
+  /// memory of this resource. Lock-free, any thread; reads no memory at `p`.
+  tc_chunk* find(const void* p) const noexcept { return depot_.find(p); }
+
+  /// fork(2) support (pthread_atfork in the malloc replacement): takes every lock of the engine,
+  /// in the order the engine nests them, so the child inherits none held by a thread it lacks.
+  void prepare_fork() noexcept {
+    shared_mutex_.lock();
+    depot_.mutex().lock();
+  }
+  /// \effects releases what prepare_fork took, in the parent and in the child.
+  void after_fork() noexcept {
+    depot_.mutex().unlock();
+    shared_mutex_.unlock();
   }
 
   /// \returns the bytes usable at `p`: its class size, or a large block's requested size.

@@ -72,10 +72,12 @@ public:
     return c;
   }
 
-  /// \returns a block of `n` bytes at `offset` (a power of two, at least a header, at most a page)
-  /// into a region of its own, whose header says so; or null.
+  /// \returns a block of `n` bytes at `offset` (a power of two, at least a header) into a region
+  /// of its own aligned to the larger of `offset` and a chunk, whose header says so; or null. At
+  /// an offset of a chunk or more, the header is found only through `find` (tc_chunk_of would
+  /// mask the block's address to the block itself).
   void* allocate_large(std::size_t n, std::size_t offset) noexcept {
-    void* base = upstream_try_allocate(offset + n, tc_chunk_size);
+    void* base = upstream_try_allocate(offset + n, large_alignment(offset));
     if (base == nullptr) {
       return nullptr;
     }
@@ -85,7 +87,7 @@ public:
     c->blocks = static_cast<char*>(base) + offset;
     c->size = n;
     if (!map_.insert(counted_, base, c->bytes)) {
-      upstream_deallocate(base, c->bytes, tc_chunk_size);
+      upstream_deallocate(base, c->bytes, large_alignment(offset));
       return nullptr;
     }
     c->link_next = large_;
@@ -107,7 +109,7 @@ public:
     if (c->link_next != nullptr) {
       c->link_next->link_prev = c->link_prev;
     }
-    upstream_deallocate(c, c->bytes, tc_chunk_size);
+    upstream_deallocate(c, c->bytes, large_alignment(c));
   }
 
   /// \returns an exited thread's heap, whole, or a new one; null if none could be made.
@@ -196,7 +198,7 @@ public:
     for (tc_chunk* c = large_; c != nullptr;) {
       tc_chunk* const next = c->link_next;
       unpoison_kept(c, c->bytes);
-      upstream_deallocate(c, c->bytes, tc_chunk_size);
+      upstream_deallocate(c, c->bytes, large_alignment(c));
       c = next;
     }
     for (Heap* h = heaps_; h != nullptr;) {
@@ -214,6 +216,13 @@ public:
   Upstream& upstream() noexcept { return upstream_; }
 
 private:
+  static std::size_t large_alignment(std::size_t offset) noexcept {
+    return offset > tc_chunk_size ? offset : tc_chunk_size;
+  }
+  static std::size_t large_alignment(const tc_chunk* c) noexcept {
+    return large_alignment(static_cast<std::size_t>(c->blocks - reinterpret_cast<const char*>(c)));
+  }
+
   void* upstream_try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
     void* p = upstream_.try_allocate(bytes, alignment);
     if (p != nullptr) {

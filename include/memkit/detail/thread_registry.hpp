@@ -7,6 +7,8 @@
 #include <mutex>
 #include <new>
 
+#include <pthread.h>
+
 #include "../config.hpp"
 
 namespace memkit {
@@ -31,11 +33,17 @@ struct thread_binding {
 /// taken over by a new instance, or an instance re-keyed by `release()`, makes every old binding
 /// stale at once, without visiting the threads.
 ///
-/// Thread exit: the first binding a thread makes constructs a function-local `thread_local` guard
-/// whose destructor, at thread exit, hands each binding that is still current back to its instance
-/// (`detach`). Destroying or re-keying an instance and detaching a thread's binding of it happen
-/// under one mutex, so an instance is never called after its destructor withdrew it, and a
-/// thread's exit never races with the instance's `release()`.
+/// Thread exit: the first binding a thread makes sets the thread's value of a POSIX thread-specific
+/// key whose destructor, at thread exit, hands each binding that is still current back to its
+/// instance (`detach`). A key, not a `thread_local` object with a destructor, because registering
+/// such a destructor (`__cxa_thread_atexit_impl`) allocates with `calloc`, which the malloc
+/// replacement built on this registry serves: setting a key's value below
+/// PTHREAD_KEY_2NDLEVEL_SIZE (the key is made before any other of the process's libraries run
+/// much) allocates nothing. glibc runs the C++ `thread_local` destructors before key destructors,
+/// so a program's thread-exit code still frees through the thread's own heap. Destroying or
+/// re-keying an instance and detaching a thread's binding of it happen under one mutex, so an
+/// instance is never called after its destructor withdrew it, and a thread's exit never races
+/// with the instance's `release()`.
 ///
 /// Instances beyond `capacity` get an id no binding ever has (`no_id`): every lookup misses and
 /// the instance serves such threads from its shared, locked state.
@@ -102,20 +110,27 @@ public:
 
   /// \effects binds `object` to `k` for the calling thread and makes sure the thread's exit hands
   /// it back. \returns false, binding nothing, once the thread's exit has begun (a destructor of
-  /// another thread_local running after the guard's), or for an instance without a slot.
+  /// another key running after the registry's), or for an instance without a slot.
   static bool bind(const key& k, void* object) noexcept {
     if (k.id == no_id || bindings.exiting) {
       return false;
     }
     if (!bindings.armed) {
-      // Constructed here, on the first binding, so threads that never bind register nothing.
-      static thread_local exit_guard guard;
-      (void)guard;
+      // Armed first: should setting the key allocate after all, the allocation binds normally.
       bindings.armed = true;
+      if (thread_registry& r = get(); r.has_exit_key_) {
+        ::pthread_setspecific(r.exit_key_, &bindings);
+      }
     }
     bindings.slot[k.slot] = {k.id, object};
     return true;
   }
+
+  /// fork(2) support for a malloc replacement (pthread_atfork): the child must not inherit the
+  /// registry's mutex held by a thread that does not exist there. `prepare_fork` locks it;
+  /// `after_fork` unlocks it, in the parent and in the child.
+  void prepare_fork() noexcept { mutex_.lock(); }
+  void after_fork() noexcept { mutex_.unlock(); }
 
 private:
   struct slot_state {
@@ -130,14 +145,12 @@ private:
     bool exiting;
   };
 
-  struct exit_guard {
-    exit_guard() noexcept = default;
-    exit_guard(const exit_guard&) = delete;
-    exit_guard& operator=(const exit_guard&) = delete;
-    ~exit_guard() { get().on_thread_exit(); }
-  };
+  // Without a key (the process ran out of them) threads are never detached: their heaps stay
+  // bound to no thread, their blocks still free normally from any thread.
+  thread_registry() noexcept
+      : has_exit_key_(::pthread_key_create(&exit_key_, &on_key_destroyed) == 0) {}
 
-  thread_registry() noexcept = default;
+  static void on_key_destroyed(void*) noexcept { get().on_thread_exit(); }
 
   void on_thread_exit() noexcept {
     bindings.exiting = true;
@@ -154,6 +167,8 @@ private:
   static inline thread_local thread_bindings bindings{};
 
   std::mutex mutex_;
+  ::pthread_key_t exit_key_{};
+  bool has_exit_key_;
   std::uint64_t next_id_ = 1; // 0 marks an empty binding
   slot_state slots_[capacity] = {};
 };

@@ -1,0 +1,118 @@
+// src/heap.hpp: the engine of memkit's global replacement (docs/REPLACEMENT.md): one process-wide
+// thread_cached resource over memory mapped from the OS, the runtime options, and the inline fast
+// paths that malloc.cpp and new_delete.cpp share.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "memkit/config.hpp"
+#include "memkit/thread_cached.hpp"
+#include "os_upstream.hpp"
+
+namespace memkit::replacement {
+
+/// malloc's alignment on x86-64 and AArch64 glibc: every block is aligned to 16.
+inline constexpr std::size_t malloc_alignment = 16;
+
+/// The process's heap: thread_cached's machinery with every class up to 8 KiB, over os_upstream.
+/// Its sizeless free finds a block's header through the chunk map, which also tells a pointer the
+/// replacement never handed out from one of its own without reading memory at the pointer.
+class global_heap final : public thread_cached<os_upstream> {
+public:
+  global_heap() noexcept;
+
+  /// \returns the header of the chunk or large region holding `p`, or null: not memkit's.
+  detail::tc_chunk* find(const void* p) const noexcept { return engine_.find(p); }
+
+  /// \returns the bytes usable in the block at `p`, whose header is `c` (find).
+  static std::size_t usable(const detail::tc_chunk* c) noexcept {
+    return c->cls == detail::tc_large_class ? c->size : c->block_size;
+  }
+
+  /// Frees the block at `p`, whose header is `c` (find).
+  void free_found(void* p, detail::tc_chunk* c) noexcept { engine_.deallocate_in(p, c, usable(c)); }
+
+  /// \returns a block of `bytes` aligned to `alignment`, any power of two (above a page the block
+  /// gets a region of its own, its header found only through the map), or null.
+  void* allocate_any(std::size_t bytes, std::size_t alignment) noexcept {
+    if (alignment <= page_size) {
+      return try_allocate(bytes, alignment);
+    }
+    return engine_.allocate_large(bytes, alignment);
+  }
+
+  /// \returns whether `p` is the start of a block this heap handed out and has not seen freed, as
+  /// far as O(1) checks tell (the chunk map, the block grid, the free-list heads): debug mode.
+  bool screen(void* p) const noexcept { return engine_.screen(p, 0, 0, engine::any_class); }
+
+  /// Takes every lock of the heap (fork, and reading the upstream's counters); unlock_all frees
+  /// them.
+  void lock_all() noexcept { engine_.prepare_fork(); }
+  void unlock_all() noexcept { engine_.after_fork(); }
+};
+
+/// MEMKIT_OPTIONS, read once when the heap is made (docs/REPLACEMENT.md, "Options").
+enum mode : unsigned {
+  mode_fast = 0,
+  mode_stats = 1, ///< stats:1 — count every call, print one JSON line at exit
+  mode_debug = 2, ///< debug:1 — guarded blocks, quarantine, double/invalid free and overrun checks
+};
+
+/// Made on the first call of any entry point; never destroyed (free may be called after exit
+/// began, from destructors and thread-exit code).
+extern std::atomic<global_heap*> the_heap;
+/// The modes of MEMKIT_OPTIONS; 0 keeps every entry point on its fast path.
+extern unsigned the_mode;
+
+global_heap* make_heap() noexcept;
+void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept;
+void free_slow(void* p) noexcept;
+void free_sized_slow(void* p, std::size_t bytes) noexcept;
+/// \effects gives back to the OS every cached region (malloc_trim). \returns the bytes given.
+std::size_t trim() noexcept;
+/// Frees a block memkit did not hand out: glibc's, allocated before the replacement took over.
+void free_foreign(void* p) noexcept;
+/// \returns the bytes usable at `p`, a live block of memkit's (any mode).
+std::size_t usable_size_of(const void* p) noexcept;
+
+/// \returns the heap, made on first use, when every entry point may take its fast path; else null.
+MEMKIT_ALWAYS_INLINE global_heap* fast_heap() noexcept {
+  global_heap* h = the_heap.load(std::memory_order_acquire);
+  return MEMKIT_LIKELY(h != nullptr && the_mode == mode_fast) ? h : nullptr;
+}
+
+/// \returns a block of `bytes` (1 if 0) aligned to `alignment` (a power of two), or null.
+MEMKIT_ALWAYS_INLINE void* allocate(std::size_t bytes, std::size_t alignment) noexcept {
+  if (global_heap* h = fast_heap(); MEMKIT_LIKELY(h != nullptr && alignment <= page_size)) {
+    return h->try_allocate(bytes, alignment);
+  }
+  return allocate_slow(bytes, alignment);
+}
+
+/// Frees `p` whatever handed it out (memkit or, before memkit took over, glibc); null is a no-op.
+MEMKIT_ALWAYS_INLINE void free(void* p) noexcept {
+  if (global_heap* h = fast_heap(); MEMKIT_LIKELY(h != nullptr)) {
+    if (detail::tc_chunk* c = h->find(p); MEMKIT_LIKELY(c != nullptr)) {
+      h->free_found(p, c);
+      return;
+    }
+    if (p != nullptr) {
+      free_foreign(p);
+    }
+    return;
+  }
+  free_slow(p);
+}
+
+/// free(p) for a sized delete: the size is checked in debug mode, ignored otherwise.
+MEMKIT_ALWAYS_INLINE void free_sized(void* p, std::size_t bytes) noexcept {
+  if (MEMKIT_LIKELY(fast_heap() != nullptr)) {
+    free(p);
+    return;
+  }
+  free_sized_slow(p, bytes);
+}
+
+} // namespace memkit::replacement

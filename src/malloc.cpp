@@ -1,0 +1,162 @@
+// src/malloc.cpp: the C allocation functions of libmemkit-preload.so, with glibc's contracts
+// (docs/REPLACEMENT.md, "Contracts").
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <dlfcn.h>
+
+#include "heap.hpp"
+
+extern "C" void* __libc_realloc(void* p, std::size_t bytes); // glibc's own realloc
+
+namespace memkit::replacement {
+namespace {
+
+void* allocate_or_enomem(std::size_t bytes, std::size_t alignment) noexcept {
+  void* p = allocate(bytes, alignment);
+  if (MEMKIT_UNLIKELY(p == nullptr)) {
+    errno = ENOMEM;
+  }
+  return p;
+}
+
+bool is_power_of_two(std::size_t a) noexcept { return a != 0 && (a & (a - 1)) == 0; }
+
+// glibc's memalign: alignments up to malloc's are malloc; above half the address space, EINVAL;
+// any other alignment that is not a power of two is rounded up to one.
+void* memalign_like_glibc(std::size_t alignment, std::size_t bytes) noexcept {
+  if (alignment <= malloc_alignment) {
+    return allocate_or_enomem(bytes, malloc_alignment);
+  }
+  constexpr std::size_t largest = (static_cast<std::size_t>(-1) >> 1) + 1;
+  if (alignment > largest) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  std::size_t a = alignment;
+  while (!is_power_of_two(a)) {
+    a += a & (0 - a); // add the lowest set bit until one bit is left
+  }
+  return allocate_or_enomem(bytes, a);
+}
+
+// glibc's malloc_usable_size, for blocks glibc handed out before memkit took over.
+std::size_t glibc_usable_size(void* p) noexcept {
+  using fn = std::size_t (*)(void*);
+  static const fn next = reinterpret_cast<fn>(::dlsym(RTLD_NEXT, "malloc_usable_size"));
+  return next != nullptr ? next(p) : 0;
+}
+
+bool multiply_overflows(std::size_t a, std::size_t b, std::size_t* product) noexcept {
+  return __builtin_mul_overflow(a, b, product);
+}
+
+} // namespace
+} // namespace memkit::replacement
+
+namespace mr = memkit::replacement;
+
+#define MEMKIT_EXPORT extern "C" __attribute__((visibility("default")))
+
+MEMKIT_EXPORT void* malloc(std::size_t bytes) noexcept {
+  return mr::allocate_or_enomem(bytes, mr::malloc_alignment);
+}
+
+MEMKIT_EXPORT void free(void* p) noexcept { mr::free(p); }
+
+MEMKIT_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
+  std::size_t bytes = 0;
+  if (mr::multiply_overflows(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  void* p = mr::allocate_or_enomem(bytes, mr::malloc_alignment);
+  // Regions above the cache's limit are always freshly mapped, hence already zero.
+  if (p != nullptr && (bytes <= mr::os_upstream::cache_region_limit || mr::the_mode != 0)) {
+    std::memset(p, 0, bytes);
+  }
+  return p;
+}
+
+MEMKIT_EXPORT void* realloc(void* p, std::size_t bytes) noexcept {
+  if (p == nullptr) {
+    return mr::allocate_or_enomem(bytes, mr::malloc_alignment);
+  }
+  if (bytes == 0) { // glibc frees the block and returns null
+    mr::free(p);
+    return nullptr;
+  }
+  mr::global_heap* h = mr::the_heap.load(std::memory_order_acquire);
+  if (h == nullptr || h->find(p) == nullptr) {
+    return __libc_realloc(p, bytes); // glibc's block stays glibc's
+  }
+  const std::size_t usable = mr::usable_size_of(p);
+  // In place while the block holds the request and would not waste more than half of itself.
+  if (mr::the_mode == 0 && bytes <= usable && bytes >= usable / 2) {
+    return p;
+  }
+  void* q = mr::allocate_or_enomem(bytes, mr::malloc_alignment);
+  if (q != nullptr) {
+    std::memcpy(q, p, bytes < usable ? bytes : usable);
+    mr::free(p);
+  }
+  return q;
+}
+
+MEMKIT_EXPORT void* reallocarray(void* p, std::size_t count, std::size_t size) noexcept {
+  std::size_t bytes = 0;
+  if (mr::multiply_overflows(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(p, bytes);
+}
+
+MEMKIT_EXPORT int posix_memalign(void** out, std::size_t alignment, std::size_t bytes) noexcept {
+  if (alignment % sizeof(void*) != 0 || !mr::is_power_of_two(alignment)) {
+    return EINVAL;
+  }
+  void* p = mr::allocate(bytes, alignment);
+  if (p == nullptr) {
+    return ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+// glibc 2.36 implements aligned_alloc as memalign (the power-of-two check came in 2.38).
+MEMKIT_EXPORT void* aligned_alloc(std::size_t alignment, std::size_t bytes) noexcept {
+  return mr::memalign_like_glibc(alignment, bytes);
+}
+
+MEMKIT_EXPORT void* memalign(std::size_t alignment, std::size_t bytes) noexcept {
+  return mr::memalign_like_glibc(alignment, bytes);
+}
+
+MEMKIT_EXPORT void* valloc(std::size_t bytes) noexcept {
+  return mr::memalign_like_glibc(memkit::page_size, bytes);
+}
+
+MEMKIT_EXPORT void* pvalloc(std::size_t bytes) noexcept {
+  const std::size_t rounded = memkit::detail::round_up(bytes, memkit::page_size);
+  if (rounded < bytes) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return mr::memalign_like_glibc(memkit::page_size, rounded);
+}
+
+MEMKIT_EXPORT std::size_t malloc_usable_size(void* p) noexcept {
+  if (p == nullptr) {
+    return 0;
+  }
+  mr::global_heap* h = mr::the_heap.load(std::memory_order_acquire);
+  if (h == nullptr || h->find(p) == nullptr) {
+    return mr::glibc_usable_size(p);
+  }
+  return mr::usable_size_of(p);
+}
+
+MEMKIT_EXPORT int malloc_trim(std::size_t) noexcept { return mr::trim() != 0 ? 1 : 0; }

@@ -1,0 +1,141 @@
+// src/os_upstream.cpp: the global replacement's memory from the OS (os_upstream.hpp).
+#include "os_upstream.hpp"
+
+#include "memkit/detail/align.hpp"
+#include "memkit/detail/os.hpp"
+#include "memkit/detail/thread_heap.hpp"
+
+namespace memkit::replacement {
+
+namespace {
+
+bool is_chunk_request(std::size_t bytes, std::size_t alignment) noexcept {
+  return bytes == detail::tc_chunk_size && alignment == detail::tc_chunk_size;
+}
+
+std::size_t region_alignment(std::size_t alignment) noexcept {
+  return alignment < page_size ? page_size : alignment;
+}
+
+} // namespace
+
+std::size_t os_upstream::region_size(std::size_t bytes) noexcept {
+  const std::size_t n = detail::round_up(bytes == 0 ? 1 : bytes, page_size);
+  if (n == 0) {
+    return 0;
+  }
+  // Eight steps per power of two: the step is an eighth of the largest power of two below n.
+  std::size_t step = page_size;
+  for (std::size_t top = n >> 3; step < top;) {
+    step <<= 1;
+  }
+  return detail::round_up(n, step);
+}
+
+void* os_upstream::try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
+  if (!servable(bytes, alignment)) {
+    return nullptr;
+  }
+  purge(false);
+  if (is_chunk_request(bytes, alignment)) {
+    if (reserved_ == reserved_end_) {
+      void* r = map(reservation_size, detail::tc_chunk_size);
+      if (r == nullptr) {
+        return map(bytes, alignment);
+      }
+      reserved_ = static_cast<char*>(r);
+      reserved_end_ = reserved_ + reservation_size;
+    }
+    void* c = reserved_;
+    reserved_ += detail::tc_chunk_size;
+    return c;
+  }
+  const std::size_t n = region_size(bytes);
+  if (n == 0) {
+    return nullptr;
+  }
+  if (void* p = take_kept(n, alignment); p != nullptr) {
+    return p;
+  }
+  return map(n, region_alignment(alignment));
+}
+
+void os_upstream::deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept {
+  if (p == nullptr) {
+    return;
+  }
+  if (is_chunk_request(bytes, alignment)) {
+    unmap(p, bytes);
+    return;
+  }
+  const std::size_t n = region_size(bytes);
+  if (n > cache_region_limit) {
+    unmap(p, n);
+    return;
+  }
+  while (kept_count_ == cache_slots || kept_bytes_ + n > cache_bytes_limit) {
+    if (kept_count_ == 0) {
+      unmap(p, n);
+      return;
+    }
+    drop_kept(0); // the oldest
+  }
+  kept_[kept_count_++] = {p, n, detail::os::now_ms()};
+  kept_bytes_ += n;
+}
+
+std::size_t os_upstream::purge(bool everything) noexcept {
+  if (kept_count_ == 0) {
+    return 0;
+  }
+  const std::uint64_t now = detail::os::now_ms();
+  std::size_t given = 0;
+  // Oldest first: the entries are in the order they were freed.
+  while (kept_count_ != 0 && (everything || now - kept_[0].freed_at >= delay_ms)) {
+    given += kept_[0].bytes;
+    drop_kept(0);
+  }
+  return given;
+}
+
+void* os_upstream::take_kept(std::size_t bytes, std::size_t alignment) noexcept {
+  // The newest fitting region: the likeliest to be still in the caches.
+  for (std::size_t i = kept_count_; i-- > 0;) {
+    if (kept_[i].bytes == bytes && detail::is_aligned(kept_[i].base, alignment)) {
+      void* const p = kept_[i].base;
+      erase_kept(i);
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+void os_upstream::drop_kept(std::size_t i) noexcept {
+  unmap(kept_[i].base, kept_[i].bytes);
+  erase_kept(i);
+}
+
+void os_upstream::erase_kept(std::size_t i) noexcept {
+  kept_bytes_ -= kept_[i].bytes;
+  for (std::size_t j = i + 1; j < kept_count_; ++j) {
+    kept_[j - 1] = kept_[j];
+  }
+  --kept_count_;
+}
+
+void* os_upstream::map(std::size_t bytes, std::size_t alignment) noexcept {
+  void* p =
+      alignment <= page_size ? detail::os::map(bytes) : detail::os::map_aligned(bytes, alignment);
+  if (p != nullptr) {
+    mapped_ += bytes;
+    peak_mapped_ = mapped_ > peak_mapped_ ? mapped_ : peak_mapped_;
+  }
+  return p;
+}
+
+void os_upstream::unmap(void* p, std::size_t bytes) noexcept {
+  detail::os::unmap(p, bytes);
+  mapped_ -= bytes;
+}
+
+} // namespace memkit::replacement

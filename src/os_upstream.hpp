@@ -1,0 +1,71 @@
+// src/os_upstream.hpp: the global replacement's upstream: memory mapped from the OS, chunks carved
+// from larger reservations, and a small cache of large regions that decays back to the OS.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "memkit/upstream.hpp"
+
+namespace memkit::replacement {
+
+/// Serves the thread_cached engine (src/heap.hpp) from mmap (detail/os.hpp):
+/// - 64 KiB chunks are carved from 4 MiB reservations aligned to 64 KiB, one mmap per 64 chunks;
+/// - every other request maps a region of its own, its size rounded up on a grid of eight steps
+///   per power of two (at most 12.5 % above the request), so a freed region fits any later request
+///   that rounds to the same size;
+/// - a freed region of up to `cache_region_limit` is kept for reuse, at most `cache_slots` of them
+///   and `cache_bytes_limit` in all, oldest evicted first; a kept region is unmapped once it has
+///   been unused for `delay_ms` (checked whenever the upstream is called, and by `purge`).
+///
+/// Not thread-safe: the engine calls its upstream only under its own lock.
+class os_upstream : public detail::unbounded_resource<os_upstream> {
+public:
+  static constexpr std::size_t reservation_size = std::size_t{4} << 20;
+  static constexpr std::size_t cache_slots = 32;
+  static constexpr std::size_t cache_region_limit = std::size_t{16} << 20;
+  static constexpr std::size_t cache_bytes_limit = std::size_t{64} << 20;
+
+  /// How long memory freed to the replacement may stay with it before it goes back to the OS.
+  static constexpr std::uint64_t delay_ms = 100;
+
+  static constexpr bool thread_safe = false;
+  const char* name() const noexcept { return "memkit::replacement::os_upstream"; }
+
+  void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept;
+  void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept;
+
+  /// \effects unmaps every kept region unused for `delay_ms` (all of them if `everything`).
+  /// \returns the bytes given back.
+  std::size_t purge(bool everything) noexcept;
+
+  /// \returns the bytes mapped now and at most so far (reservations count whole).
+  std::size_t mapped() const noexcept { return mapped_; }
+  std::size_t peak_mapped() const noexcept { return peak_mapped_; }
+
+  /// \returns the size a region for `bytes` is mapped with (0 if it cannot be).
+  static std::size_t region_size(std::size_t bytes) noexcept;
+
+private:
+  struct kept {
+    void* base;
+    std::size_t bytes;
+    std::uint64_t freed_at;
+  };
+
+  void* map(std::size_t bytes, std::size_t alignment) noexcept;
+  void unmap(void* p, std::size_t bytes) noexcept;
+  void* take_kept(std::size_t bytes, std::size_t alignment) noexcept;
+  void drop_kept(std::size_t i) noexcept;
+  void erase_kept(std::size_t i) noexcept;
+
+  char* reserved_ = nullptr; ///< next chunk of the current reservation
+  char* reserved_end_ = nullptr;
+  kept kept_[cache_slots] = {};
+  std::size_t kept_count_ = 0;
+  std::size_t kept_bytes_ = 0;
+  std::size_t mapped_ = 0;
+  std::size_t peak_mapped_ = 0;
+};
+
+} // namespace memkit::replacement
