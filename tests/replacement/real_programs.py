@@ -11,7 +11,8 @@ least N allocations in all, and no other line starting "memkit:". PROGRAM is one
   sqlite        --tool sqlite3: 100,000 inserts, an index and queries on an in-memory database
   git           --tool git: init, add, commit, log and a gc in a new repository
   threads-fork  --tool programs/threads_fork (built): threads, remote frees and fork()
-  churn         --tool programs/churn (built): judged only in the preloaded run (its output
+  churn, churn-small
+                --tool programs/churn (built): judged only in the preloaded run (its output
                 holds timings); ARGS go to it, and the glibc run adds --report-only
 """
 
@@ -52,18 +53,28 @@ def sqlite_steps(tool, _args):
     return [([tool, ":memory:"], SQL, {})]
 
 
+def write_tree(home, edit):
+    """The repository's files, written by this script, so that the git test runs only git."""
+    for i in range(300):
+        path = os.path.join(home, "repo", f"dir{i % 7}", f"file{i}.txt")
+        if edit and i % 7 == 5:
+            if i == 5:
+                os.remove(path)
+            continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        lines = "".join(f"file {i} line {n}\n" for n in range(40 * (i % 17 + 1)))
+        with open(path, "w") as f:
+            f.write(lines + ("changed\n" if edit and i % 7 == 3 else ""))
+
+
 def git_steps(tool, _args):
-    files = " ".join(f"dir{i % 7}/file{i}.txt" for i in range(300))
-    make_files = ("for f in " + files + "; do mkdir -p $(dirname $f); "
-                  "seq 1 $((${#f} * 40)) | sed \"s|^|$f |\" > $f; done")
-    edit_files = "for f in dir3/*.txt; do echo changed >> $f; done; rm dir5/file5.txt"
     git = [tool, "-C", "repo"]
     return [
         ([tool, "init", "-q", "-b", "main", "repo"], None, {}),
-        (["sh", "-c", "cd repo && " + make_files], None, {}),
+        lambda home: write_tree(home, edit=False),
         (git + ["add", "-A"], None, {}),
         (git + ["commit", "-q", "-m", "first"], None, {}),
-        (["sh", "-c", "cd repo && " + edit_files], None, {}),
+        lambda home: write_tree(home, edit=True),
         (git + ["commit", "-q", "-a", "-m", "second"], None, {}),
         (git + ["log", "--stat", "--format=%H %an <%ae> %ad %s"], None, {}),
         (git + ["diff", "--numstat", "HEAD~1", "HEAD"], None, {}),
@@ -83,6 +94,7 @@ PROGRAMS = {
     "git": git_steps,
     "threads-fork": binary_steps,
     "churn": binary_steps,
+    "churn-small": binary_steps,
 }
 
 # Output independent of the machine, the user and the clock.
@@ -101,8 +113,8 @@ FIXED_ENV = {
 
 
 def run(steps, preload):
-    """Runs `steps` in a new directory; returns (status, stdout, stderr) of the first failure or
-    of all of them."""
+    """Runs `steps` (each a command, or a function of the directory) in a new directory; returns
+    (status, stdout, stderr) of the first failure or of all of them."""
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "MEMKIT_OPTIONS")}
     env.update(FIXED_ENV)
     if preload:
@@ -110,7 +122,11 @@ def run(steps, preload):
     out, err = [], []
     with tempfile.TemporaryDirectory(prefix="memkit-real-") as home:
         env["HOME"] = home
-        for argv, stdin, extra in steps:
+        for step in steps:
+            if callable(step):
+                step(home)
+                continue
+            argv, stdin, extra = step
             p = subprocess.run(argv, input=stdin, cwd=home, env=dict(env, **extra),
                                capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
             out.append(p.stdout)
@@ -138,13 +154,13 @@ def main():
     failures = []
 
     glibc_steps = steps
-    if o.program == "churn":
+    if o.program.startswith("churn"):
         glibc_steps = binary_steps(o.tool, o.args + ["--report-only"])
     g_status, g_out, g_err = run(glibc_steps, None)
     m_status, m_out, m_err = run(steps, o.preload)
     print(f"glibc run: status {g_status}, {len(g_out)} bytes of output")
     print(f"preloaded run: status {m_status}, {len(m_out)} bytes of output")
-    if o.program == "churn":
+    if o.program.startswith("churn"):
         print("glibc:\n" + g_out + "preloaded:\n" + m_out, end="")
     if g_status != 0:
         failures.append(f"the glibc run failed (status {g_status}):\n{g_err}")
@@ -152,7 +168,7 @@ def main():
         failures.append("the glibc run printed memkit statistics: the preload leaked into it")
     if m_status != 0:
         failures.append(f"the preloaded run failed (status {m_status}):\n{m_err}")
-    if o.program != "churn" and g_out != m_out:
+    if not o.program.startswith("churn") and g_out != m_out:
         diff = difflib.unified_diff(g_out.splitlines(), m_out.splitlines(), "glibc", "preloaded",
                                     lineterm="")
         failures.append("the outputs differ:\n" + "\n".join(list(diff)[:40]))

@@ -7,7 +7,8 @@
 // 1. N short-lived threads (eight at a time) each allocate blocks, free some, and leave the rest
 //    live in a shared pool when they exit; the next threads free those: frees to the heap of a
 //    thread that is gone. Every block's bytes are checked when freed.
-// 2. M MiB of 4-64 KiB blocks are allocated and touched, then all freed; from then on a little
+// 2. M MiB of blocks of MIN-MAX bytes (4-64 KiB) are allocated and touched, then all freed; from
+// then on a little
 //    allocation goes on, and the resident set (/proc/self/statm) must fall back to within T MiB of
 //    what it was before the peak within S seconds. --report-only prints what happened and does not
 //    judge it (the glibc run: glibc keeps freed memory unless the top of its heap is free).
@@ -34,6 +35,8 @@ struct options {
   std::size_t peak_mib = 256;
   double release_seconds = 1.0;
   std::size_t tolerance_mib = 64;
+  std::size_t min_block = 4096;
+  std::size_t max_block = 64 * 1024;
   bool report_only = false;
 };
 
@@ -133,6 +136,11 @@ bool parse(int argc, char** argv, options& o) {
       o.peak_mib = std::stoul(argv[++i]);
     } else if (a == "--release-seconds" && has_value) {
       o.release_seconds = std::stod(argv[++i]);
+    } else if (a == "--block-bytes" && has_value) {
+      // MIN-MAX
+      const std::string range = argv[++i];
+      o.min_block = std::stoul(range);
+      o.max_block = std::stoul(range.substr(range.find('-') + 1));
     } else if (a == "--tolerance-mib" && has_value) {
       o.tolerance_mib = std::stoul(argv[++i]);
     } else {
@@ -179,7 +187,7 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::vector<block> peak;
   for (std::size_t total = 0; total < o.peak_mib * mib;) {
-    const std::size_t n = 4096 + rng() % (60 * 1024 + 1);
+    const std::size_t n = o.min_block + rng() % (o.max_block - o.min_block + 1);
     peak.push_back(make_block(n, static_cast<unsigned char>(total)));
     total += n;
   }
