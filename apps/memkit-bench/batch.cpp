@@ -89,7 +89,8 @@ void print_list(const registry& reg) {
   std::set<std::string> shown;
   std::cout
       << "workloads (variants that fit each; every workload with a std row also runs under "
-         "the global replacements mimalloc, jemalloc, tcmalloc and oneTBB's tbbmalloc proxy):\n";
+         "the global replacements memkit, mimalloc, jemalloc, tcmalloc and oneTBB's tbbmalloc "
+         "proxy):\n";
   for (const auto& c : reg.cases()) {
     if (shown.insert(c.w->name).second) {
       std::cout << "  " << c.w->name << ": " << c.w->description << "\n      "
@@ -98,7 +99,7 @@ void print_list(const registry& reg) {
   }
   std::cout << "replacements:";
   for (const auto& r : known_replacements()) {
-    std::cout << " " << r.name << " (" << (r.library.empty() ? "not installed" : r.library) << ")";
+    std::cout << " " << r.name << " (" << (r.library.empty() ? why_missing(r) : r.library) << ")";
   }
   std::cout << "\n";
 }
@@ -119,7 +120,7 @@ bool measure_under_replacements(const batch_options& o, const std::vector<std::s
     }
     if (r.library.empty()) {
       std::cerr << "memkit-bench: " << (explicit_choice ? "error" : "skipping") << ": " << r.name
-                << " is not installed (scripts/install-deps.sh bench installs it)\n";
+                << " is " << why_missing(r) << "\n";
       ok = ok && !explicit_choice;
       continue;
     }

@@ -36,6 +36,10 @@ namespace {
 #ifndef MEMKIT_BENCH_TBBMALLOC
 #define MEMKIT_BENCH_TBBMALLOC ""
 #endif
+/// memkit's own libmemkit-preload.so (src/), built with memkit-bench unless sanitizers are on.
+#ifndef MEMKIT_BENCH_MEMKIT
+#define MEMKIT_BENCH_MEMKIT ""
+#endif
 
 /// \returns the file of the shared object that defines `symbol` as the program sees it.
 std::string defining_object(const char* symbol) {
@@ -56,6 +60,14 @@ F* lookup(const char* symbol) {
 std::string check_ownership(const std::string& name) {
   auto probe = std::make_unique<char[]>(1000);
   const void* p = probe.get();
+  if (name == "memkit") {
+    // include/memkit/replacement.h: 1 if the address lies in a block the replacement handed out.
+    auto* owns = lookup<int(const void*)>("memkit_owns");
+    if (owns == nullptr) {
+      return "memkit_owns not found";
+    }
+    return owns(p) == 1 ? "" : "memkit_owns says operator new's block is not memkit's";
+  }
   if (name == "mimalloc") {
     auto* in_heap = lookup<bool(const void*)>("mi_is_in_heap_region");
     if (in_heap == nullptr) {
@@ -106,10 +118,17 @@ std::string check_ownership(const std::string& name) {
 } // namespace
 
 std::vector<replacement> known_replacements() {
-  return {{"mimalloc", MEMKIT_BENCH_MIMALLOC},
+  return {{"memkit", MEMKIT_BENCH_MEMKIT},
+          {"mimalloc", MEMKIT_BENCH_MIMALLOC},
           {"jemalloc", MEMKIT_BENCH_JEMALLOC},
           {"tcmalloc", MEMKIT_BENCH_TCMALLOC},
           {"tbbmalloc", MEMKIT_BENCH_TBBMALLOC}};
+}
+
+std::string why_missing(const replacement& r) {
+  return r.name == "memkit" ? "not built with this memkit-bench: src/ builds libmemkit-preload.so "
+                              "only without sanitizers"
+                            : "not installed (scripts/install-deps.sh bench installs it)";
 }
 
 bool is_replacement(const std::string& name) {
@@ -133,7 +152,9 @@ std::string replacements_unavailable_reason() {
 
 std::string check_interception(const std::string& name) {
   const std::string malloc_from = defining_object("malloc");
-  if (malloc_from.find(name) == std::string::npos) {
+  // The file name only: a directory may contain a replacement's name (memkit's build tree does).
+  const std::string file = malloc_from.substr(malloc_from.rfind('/') + 1);
+  if (file.find(name) == std::string::npos) {
     return "malloc resolves to " + (malloc_from.empty() ? "an unknown object" : malloc_from) +
            ", not " + name;
   }

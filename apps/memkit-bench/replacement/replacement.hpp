@@ -1,6 +1,6 @@
-// apps/memkit-bench/replacement/replacement.hpp: mimalloc, jemalloc, tcmalloc and oneTBB's
-// tbbmalloc proxy as global malloc/operator new replacements, each run in a child process under
-// LD_PRELOAD and checked to have really taken over.
+// apps/memkit-bench/replacement/replacement.hpp: memkit's own libmemkit-preload.so, mimalloc,
+// jemalloc, tcmalloc and oneTBB's tbbmalloc proxy as global malloc/operator new replacements, each
+// run in a child process under LD_PRELOAD and checked to have really taken over.
 #pragma once
 
 #include <string>
@@ -14,9 +14,13 @@ struct replacement {
   std::string library;
 };
 
-/// \returns mimalloc, jemalloc, tcmalloc and oneTBB's tbbmalloc proxy with the libraries found when
-/// memkit-bench was built.
+/// \returns memkit, mimalloc, jemalloc, tcmalloc and oneTBB's tbbmalloc proxy with the libraries
+/// found (memkit's: built) when memkit-bench was built.
 std::vector<replacement> known_replacements();
+
+/// \returns why `r` has no library: memkit's was not built with this binary (not under
+/// sanitizers), a peer's is not installed.
+std::string why_missing(const replacement& r);
 
 /// \returns whether `name` is one of known_replacements().
 bool is_replacement(const std::string& name);

@@ -1,0 +1,340 @@
+// tests/replacement/contract_test.cpp: the C allocation entry points' contracts, as glibc 2.36
+// (Debian 12) keeps them. The same program runs on glibc and under libmemkit-preload.so, so every
+// assertion here is one glibc passes: where memkit must behave as glibc does, the glibc run proves
+// the test describes glibc.
+
+#include "harness.hpp"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+extern "C" void* __libc_malloc(std::size_t);
+
+namespace {
+
+using namespace memkit::contract;
+
+constexpr std::size_t max_size = SIZE_MAX;
+constexpr std::size_t kib = 1024;
+constexpr std::size_t mib = 1024 * kib;
+
+/// Sizes no allocator can serve: past PTRDIFF_MAX, and 2^60 (beyond any x86-64 or AArch64 user
+/// address space, so it fails even under overcommit_memory=1).
+const std::size_t impossible[] = {max_size, max_size / 2 + 1, std::size_t{1} << 60};
+
+bool all_zero(const void* p, std::size_t n) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (b[i] != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// realloc and reallocarray called through pointers the compiler cannot see through: GCC's
+/// -Wuse-after-free assumes the block is gone after any call, but a failed call keeps it.
+void* (*volatile const realloc_kept)(void*, std::size_t) = std::realloc;
+void* (*volatile const reallocarray_kept)(void*, std::size_t, std::size_t) = reallocarray;
+
+std::size_t page_size() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
+
+/// A block of `n` bytes that must be usable as one: served, writable through its usable size.
+bool good_block(void* p, std::size_t n) {
+  if (p == nullptr || !served(p) || malloc_usable_size(p) < n) {
+    return false;
+  }
+  const std::size_t usable = malloc_usable_size(p);
+  fill(p, usable, 3);
+  return check_fill(p, usable, 3);
+}
+
+MEMKIT_CONTRACT_CASE(MallocZeroIsAFreeableBlockAndFreeNullIsANoOp, false) {
+  void* a = escape(std::malloc(opaque(0)));
+  void* b = escape(std::malloc(opaque(0)));
+  MEMKIT_CHECK(a != nullptr && b != nullptr && a != b);
+  MEMKIT_CHECK(served(a));
+  std::free(a);
+  std::free(b);
+  std::free(escape<void>(nullptr));
+}
+
+MEMKIT_CONTRACT_CASE(ImpossibleMallocReturnsNullWithEnomem, false) {
+  for (const std::size_t n : impossible) {
+    errno = 0;
+    MEMKIT_CHECK(escape(std::malloc(opaque(n))) == nullptr);
+    MEMKIT_CHECK(errno == ENOMEM);
+  }
+}
+
+MEMKIT_CONTRACT_CASE(CallocZeroesFreshAndReusedMemory, false) {
+  const std::size_t sizes[] = {1, 8, 24, 100, 512, 4000, 64 * kib, 300 * kib, 2 * mib, 16 * mib};
+  for (const std::size_t n : sizes) {
+    // A freed block of the same size is the likeliest to come back: dirty it first.
+    for (int round = 0; round < 4; ++round) {
+      void* dirty = escape(std::malloc(n));
+      std::memset(dirty, 0xA5, malloc_usable_size(dirty));
+      std::free(dirty);
+      auto* p = static_cast<unsigned char*>(escape(std::calloc(1, n)));
+      MEMKIT_CHECK(p != nullptr && served(p) && all_zero(p, n));
+      std::free(p);
+    }
+    auto* q = static_cast<unsigned char*>(escape(std::calloc(n, 1)));
+    MEMKIT_CHECK(q != nullptr && all_zero(q, n));
+    std::free(q);
+  }
+}
+
+MEMKIT_CONTRACT_CASE(CallocOverflowReturnsNullWithEnomem, false) {
+  const std::size_t pairs[][2] = {{max_size / 2, 4},
+                                  {4, max_size / 2},
+                                  {1ull << 32, 1ull << 32},
+                                  {max_size, max_size},
+                                  {max_size / 16 + 1, 16}};
+  for (const auto& pair : pairs) {
+    errno = 0;
+    MEMKIT_CHECK(escape(std::calloc(opaque(pair[0]), opaque(pair[1]))) == nullptr);
+    MEMKIT_CHECK(errno == ENOMEM);
+  }
+  for (const std::size_t n : impossible) {
+    errno = 0;
+    MEMKIT_CHECK(escape(std::calloc(1, opaque(n))) == nullptr);
+    MEMKIT_CHECK(errno == ENOMEM);
+  }
+}
+
+MEMKIT_CONTRACT_CASE(ReallocOfNullIsMalloc, false) {
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{200}, 1 * mib}) {
+    void* p = escape(std::realloc(nullptr, n));
+    MEMKIT_CHECK(good_block(p, n));
+    std::free(p);
+  }
+}
+
+MEMKIT_CONTRACT_CASE(ReallocToZeroFreesAndReturnsNull, false) {
+  // glibc frees the block and returns NULL (its manual, "Changing the Size of a Block"; C23 made
+  // the case undefined), leaving errno alone.
+  for (const std::size_t n : {std::size_t{16}, 100 * kib, 4 * mib}) {
+    void* p = escape(std::malloc(n));
+    errno = 0;
+    MEMKIT_CHECK(escape(std::realloc(p, opaque(0))) == nullptr);
+    MEMKIT_CHECK(errno == 0);
+  }
+}
+
+MEMKIT_CONTRACT_CASE(ReallocKeepsEveryUsableByteWhenGrowingAndShrinking, false) {
+  const std::size_t starts[] = {1, 13, 64, 1000, 8 * kib, 200 * kib, 3 * mib};
+  unsigned seed = 1;
+  for (const std::size_t start : starts) {
+    void* p = escape(std::malloc(start));
+    std::size_t kept = malloc_usable_size(p);
+    fill(p, kept, seed);
+    // Grow in steps past the small, medium and large boundaries up to 16 MiB ...
+    for (std::size_t n = start * 3 + 5; n <= 16 * mib; n = n * 3 + 5) {
+      p = escape(std::realloc(p, n));
+      MEMKIT_CHECK(p != nullptr && served(p) && malloc_usable_size(p) >= n);
+      MEMKIT_CHECK(check_fill(p, kept, seed));
+      kept = malloc_usable_size(p);
+      fill(p, kept, ++seed);
+    }
+    // ... and shrink back: the first n bytes survive.
+    for (std::size_t n = kept / 2; n >= start; n /= 3) {
+      p = escape(std::realloc(p, n));
+      MEMKIT_CHECK(p != nullptr && served(p) && malloc_usable_size(p) >= n);
+      MEMKIT_CHECK(check_fill(p, n, seed));
+      fill(p, malloc_usable_size(p), ++seed);
+    }
+    std::free(p);
+  }
+}
+
+MEMKIT_CONTRACT_CASE(FailedReallocLeavesTheBlockIntact, false) {
+  for (const std::size_t n : {std::size_t{100}, 1 * mib}) {
+    void* p = escape(std::malloc(n));
+    fill(p, n, 9);
+    for (const std::size_t huge : impossible) {
+      errno = 0;
+      MEMKIT_CHECK(escape(realloc_kept(p, huge)) == nullptr);
+      MEMKIT_CHECK(errno == ENOMEM);
+      MEMKIT_CHECK(check_fill(p, n, 9));
+    }
+    std::free(p);
+  }
+}
+
+MEMKIT_CONTRACT_CASE(ReallocarrayChecksTheProductAndPreservesContents, false) {
+  void* p = escape(std::malloc(100));
+  fill(p, 100, 4);
+  errno = 0;
+  MEMKIT_CHECK(escape(reallocarray_kept(p, max_size / 2, 4)) == nullptr);
+  MEMKIT_CHECK(errno == ENOMEM);
+  errno = 0;
+  MEMKIT_CHECK(escape(reallocarray_kept(p, 1ull << 32, 1ull << 32)) == nullptr);
+  MEMKIT_CHECK(errno == ENOMEM);
+  MEMKIT_CHECK(check_fill(p, 100, 4));
+  p = escape(reallocarray(p, 30, 40));
+  MEMKIT_CHECK(p != nullptr && served(p) && malloc_usable_size(p) >= 1200);
+  MEMKIT_CHECK(check_fill(p, 100, 4));
+  std::free(p);
+  errno = 0;
+  void* q = escape(reallocarray(nullptr, opaque(max_size / 8), 16));
+  MEMKIT_CHECK(q == nullptr && errno == ENOMEM);
+}
+
+MEMKIT_CONTRACT_CASE(PosixMemalignRejectsBadAlignmentsAndAlignsGoodOnes, false) {
+  // Not a power of two, or not a multiple of sizeof(void*): EINVAL, *memptr untouched.
+  const std::size_t bad[] = {0, 1, 2, 4, 3, 12, 24, 48, 100, 4097, max_size, max_size / 2 + 2};
+  for (const std::size_t alignment : bad) {
+    void* p = &errno;
+    MEMKIT_CHECK(posix_memalign(&p, opaque(alignment), 16) == EINVAL);
+    MEMKIT_CHECK(p == &errno);
+  }
+  for (std::size_t alignment = sizeof(void*); alignment <= 1 * mib; alignment *= 2) {
+    for (const std::size_t n : {std::size_t{0}, std::size_t{1}, alignment, 3 * alignment + 1}) {
+      void* p = nullptr;
+      MEMKIT_CHECK(posix_memalign(&p, opaque(alignment), n) == 0);
+      MEMKIT_CHECK(is_aligned(p, alignment) && good_block(p, n));
+      std::free(p);
+    }
+  }
+  for (const std::size_t n : impossible) {
+    void* p = &errno;
+    MEMKIT_CHECK(posix_memalign(&p, 64, opaque(n)) == ENOMEM);
+    MEMKIT_CHECK(p == &errno);
+  }
+}
+
+MEMKIT_CONTRACT_CASE(AlignedAllocAndMemalignAsGlibc236Has, false) {
+  // glibc 2.36 serves both through one function: an alignment that is not a power of two is
+  // rounded up to the next one (glibc 2.38 made aligned_alloc reject it with EINVAL; Debian 12
+  // has 2.36), a size need not be a multiple of it, and only an alignment above SIZE_MAX/2 + 1
+  // is EINVAL. Each may be called with either.
+  void* (*const entries[])(std::size_t, std::size_t) = {aligned_alloc, memalign};
+  for (auto* allocate : entries) {
+    for (std::size_t alignment = 1; alignment <= 1 * mib; alignment *= 2) {
+      for (const std::size_t n : {std::size_t{1}, alignment + 1, 5 * alignment}) {
+        void* p = escape(allocate(opaque(alignment), n));
+        MEMKIT_CHECK(is_aligned(p, alignment) && good_block(p, n));
+        std::free(p);
+      }
+    }
+    const std::size_t rounded[][2] = {{0, 1}, {3, 4}, {24, 32}, {100, 128}, {5000, 8192}};
+    for (const auto& r : rounded) {
+      void* p = escape(allocate(opaque(r[0]), 48));
+      MEMKIT_CHECK(is_aligned(p, r[1]) && good_block(p, 48));
+      std::free(p);
+    }
+    errno = 0;
+    MEMKIT_CHECK(escape(allocate(opaque(max_size / 2 + 2), 16)) == nullptr);
+    MEMKIT_CHECK(errno == EINVAL);
+    for (const std::size_t n : impossible) {
+      errno = 0;
+      MEMKIT_CHECK(escape(allocate(64, opaque(n))) == nullptr);
+      MEMKIT_CHECK(errno == ENOMEM);
+    }
+  }
+}
+
+MEMKIT_CONTRACT_CASE(VallocAndPvallocArePageAligned, false) {
+  const std::size_t page = page_size();
+  for (const std::size_t n : {std::size_t{1}, std::size_t{100}, page, page + 1, 3 * mib + 7}) {
+    void* v = escape(valloc(n));
+    MEMKIT_CHECK(is_aligned(v, page) && good_block(v, n));
+    std::free(v);
+    // pvalloc rounds the size up to whole pages.
+    const std::size_t whole = (n + page - 1) / page * page;
+    void* p = escape(pvalloc(n));
+    MEMKIT_CHECK(is_aligned(p, page) && good_block(p, whole));
+    std::free(p);
+  }
+  for (const std::size_t n : impossible) {
+    errno = 0;
+    MEMKIT_CHECK(escape(valloc(opaque(n))) == nullptr && errno == ENOMEM);
+    errno = 0;
+    MEMKIT_CHECK(escape(pvalloc(opaque(n))) == nullptr && errno == ENOMEM);
+  }
+}
+
+MEMKIT_CONTRACT_CASE(MallocUsableSizeIsAtLeastTheRequestWritableAndStable, false) {
+  MEMKIT_CHECK(malloc_usable_size(nullptr) == 0);
+  for (std::size_t n = 0; n <= 20 * mib; n = n * 2 + 1) {
+    void* p = escape(std::malloc(n));
+    const std::size_t usable = malloc_usable_size(p);
+    MEMKIT_CHECK(usable >= n);
+    fill(p, usable, 5);
+    MEMKIT_CHECK(malloc_usable_size(p) == usable);
+    MEMKIT_CHECK(check_fill(p, usable, 5));
+    std::free(p);
+  }
+}
+
+MEMKIT_CONTRACT_CASE(EverySizeUpTo1MiBAndSixteenMiBBlocks, false) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t n = 1; n <= 4 * kib; ++n) {
+    sizes.push_back(n);
+  }
+  for (std::size_t n = 4 * kib; n <= 1 * mib; n += n / 8 + 1) {
+    sizes.push_back(n);
+  }
+  sizes.push_back(1 * mib);
+  // Sixty-four blocks live at a time, so neighbours would overwrite each other's patterns.
+  constexpr std::size_t live = 64;
+  std::vector<std::pair<void*, std::size_t>> blocks;
+  unsigned seed = 0;
+  bool ok = true;
+  for (const std::size_t n : sizes) {
+    void* p = escape(std::malloc(n));
+    ok &= p != nullptr && served(p);
+    if (p == nullptr) {
+      break;
+    }
+    fill(p, n, seed + static_cast<unsigned>(blocks.size()));
+    blocks.emplace_back(p, n);
+    if (blocks.size() == live) {
+      for (std::size_t i = 0; i < blocks.size(); ++i) {
+        ok &= check_fill(blocks[i].first, blocks[i].second, seed + static_cast<unsigned>(i));
+        std::free(blocks[i].first);
+      }
+      blocks.clear();
+      ++seed;
+    }
+  }
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    ok &= check_fill(blocks[i].first, blocks[i].second, seed + static_cast<unsigned>(i));
+    std::free(blocks[i].first);
+  }
+  MEMKIT_CHECK(ok);
+  void* large[4];
+  for (unsigned i = 0; i < 4; ++i) {
+    large[i] = escape(std::malloc(16 * mib));
+    MEMKIT_CHECK(large[i] != nullptr && served(large[i]));
+    fill(large[i], 16 * mib, i);
+  }
+  for (unsigned i = 0; i < 4; ++i) {
+    MEMKIT_CHECK(check_fill(large[i], 16 * mib, i));
+    std::free(large[i]);
+  }
+}
+
+MEMKIT_CONTRACT_CASE(GlibcBlocksFromLibcMallocCanBeFreedAndReallocated, false) {
+  // A library may hold blocks from glibc's own entry (allocated before a preload took over, or on
+  // purpose): free and realloc must hand them back to glibc, not misread them.
+  void* a = escape(__libc_malloc(100));
+  fill(a, 100, 6);
+  std::free(a);
+  for (const std::size_t n : {std::size_t{40}, std::size_t{5000}, 2 * mib}) {
+    void* b = escape(__libc_malloc(100));
+    fill(b, 100, 8);
+    b = escape(std::realloc(b, n));
+    MEMKIT_CHECK(b != nullptr && check_fill(b, n < 100 ? n : 100, 8));
+    std::free(b);
+  }
+}
+
+} // namespace

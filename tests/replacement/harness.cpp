@@ -1,0 +1,266 @@
+// tests/replacement/harness.cpp: checks, child processes and the contract test's main.
+//
+// Usage: memkit_replacement_contract glibc|memkit [CASE...]
+//        memkit_replacement_contract child ACTION
+// The first form proves, before any case, that the run talks to the malloc it names (memkit:
+// memkit_owns is defined and claims a fresh block; glibc: it is not, and malloc lives in libc),
+// then runs the cases (or only those named) and exits 1 if any check failed.
+
+#include "harness.hpp"
+
+#include <dlfcn.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+extern char** environ;
+
+namespace memkit::contract {
+namespace {
+
+expected_allocator expected_ = expected_allocator::glibc;
+int failures_ = 0;
+int (*memkit_owns_)(const void*) = nullptr;
+
+std::vector<test_case>& cases() {
+  static std::vector<test_case> c;
+  return c;
+}
+
+std::map<std::string, int (*)()>& child_actions() {
+  static std::map<std::string, int (*)()> a;
+  return a;
+}
+
+/// \returns the file of the shared object that defines `symbol` as the program sees it.
+std::string defining_object(const char* symbol) {
+  void* address = dlsym(RTLD_DEFAULT, symbol);
+  Dl_info info{};
+  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) {
+    return "";
+  }
+  return info.dli_fname;
+}
+
+/// \returns whether the process talks to the expected malloc, printing what it found.
+bool verify_allocator() {
+  memkit_owns_ = reinterpret_cast<int (*)(const void*)>(dlsym(RTLD_DEFAULT, "memkit_owns"));
+  const std::string malloc_from = defining_object("malloc");
+  std::printf("malloc is defined in %s; memkit_owns is %s\n", malloc_from.c_str(),
+              memkit_owns_ == nullptr ? "not defined" : "defined");
+  bool ok = true;
+  if (expected_ == expected_allocator::memkit) {
+    ok &= MEMKIT_CHECK(memkit_owns_ != nullptr);
+    ok &= MEMKIT_CHECK(malloc_from.find("libmemkit-preload.so") != std::string::npos);
+    if (memkit_owns_ != nullptr) {
+      void* p = escape(std::malloc(16));
+      ok &= MEMKIT_CHECK(memkit_owns_(p) == 1);
+      std::free(p);
+      int local = 0;
+      ok &= MEMKIT_CHECK(memkit_owns_(escape(&local)) == 0);
+    }
+  } else {
+    ok &= MEMKIT_CHECK(memkit_owns_ == nullptr);
+    ok &= MEMKIT_CHECK(malloc_from.find("libc.so") != std::string::npos);
+  }
+  return ok;
+}
+
+/// An atexit handler allocates and frees after main has returned; it can only report by the exit
+/// status.
+void allocate_at_exit() {
+  void* p = std::malloc(4000);
+  if (p == nullptr) {
+    std::_Exit(3);
+  }
+  fill(p, 4000, 7);
+  const bool ok = check_fill(p, 4000, 7) && served(p);
+  std::free(p);
+  if (!ok) {
+    std::fputs("contract: FAILED: allocation in an atexit handler\n", stderr);
+    std::_Exit(3);
+  }
+}
+
+} // namespace
+
+expected_allocator expected() { return expected_; }
+
+bool check(bool ok, const char* what, const char* file, int line) {
+  if (!ok) {
+    ++failures_;
+    std::fprintf(stderr, "%s:%d: FAILED: %s\n", file, line, what);
+  }
+  return ok;
+}
+
+bool served(const void* p) {
+  return expected_ == expected_allocator::glibc ||
+         (memkit_owns_ != nullptr && memkit_owns_(p) == 1);
+}
+
+std::size_t opaque(std::size_t n) {
+  volatile std::size_t v = n;
+  return v;
+}
+
+void fill(void* p, std::size_t n, unsigned seed) {
+  auto* b = static_cast<unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) {
+    b[i] = static_cast<unsigned char>((i * 131 + seed * 31 + (i >> 8)) ^ seed);
+  }
+}
+
+bool check_fill(const void* p, std::size_t n, unsigned seed) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (b[i] != static_cast<unsigned char>((i * 131 + seed * 31 + (i >> 8)) ^ seed)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool is_aligned(const void* p, std::size_t alignment) {
+  return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
+}
+
+child_result run_self(const std::vector<std::string>& args,
+                      const std::vector<std::string>& extra_env, int timeout_seconds) {
+  child_result r;
+  int out[2];
+  int err[2];
+  if (pipe(out) != 0 || pipe(err) != 0) {
+    r.code = -1;
+    return r;
+  }
+  std::vector<std::string> argv_strings{"memkit_replacement_contract"};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    env_strings.emplace_back(*e);
+  }
+  env_strings.insert(env_strings.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_strings) {
+    argv.push_back(s.data());
+  }
+  argv.push_back(nullptr);
+  std::vector<char*> env;
+  for (auto& s : env_strings) {
+    env.push_back(s.data());
+  }
+  env.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    close(out[0]);
+    close(err[0]);
+    execve("/proc/self/exe", argv.data(), env.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  std::string* sinks[2] = {&r.out, &r.err};
+  int open_pipes = 2;
+  while (open_pipes > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) {
+      r.timed_out = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    if (poll(fds, 2, static_cast<int>(left)) < 0) {
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP)) != 0) {
+        char buffer[4096];
+        const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+        if (n <= 0) {
+          close(fds[i].fd);
+          fds[i].fd = -1;
+          --open_pipes;
+        } else {
+          sinks[i]->append(buffer, static_cast<std::size_t>(n));
+        }
+      }
+    }
+  }
+  for (auto& f : fds) {
+    if (f.fd >= 0) {
+      close(f.fd);
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exited = WIFEXITED(status);
+  r.code = r.exited ? WEXITSTATUS(status) : WTERMSIG(status);
+  return r;
+}
+
+int add_case(test_case c) {
+  cases().push_back(c);
+  return 0;
+}
+
+int add_child_action(const char* name, int (*run)()) {
+  child_actions()[name] = run;
+  return 0;
+}
+
+} // namespace memkit::contract
+
+int main(int argc, char** argv) {
+  using namespace memkit::contract;
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "child" && argc == 3) {
+    const auto action = child_actions().find(argv[2]);
+    return action == child_actions().end() ? 126 : action->second();
+  }
+  if (mode != "glibc" && mode != "memkit") {
+    std::fprintf(stderr, "usage: %s glibc|memkit [CASE...] | child ACTION\n", argv[0]);
+    return 2;
+  }
+  expected_ = mode == "memkit" ? expected_allocator::memkit : expected_allocator::glibc;
+  if (!verify_allocator()) {
+    std::fprintf(stderr, "contract: the run does not talk to %s's malloc; no case run\n",
+                 mode.c_str());
+    return 1;
+  }
+  std::atexit(allocate_at_exit);
+  int run = 0;
+  for (const auto& c : cases()) {
+    bool named = argc == 2;
+    for (int i = 2; i < argc; ++i) {
+      named = named || c.name == std::string(argv[i]);
+    }
+    if (!named || (c.memkit_only && expected_ != expected_allocator::memkit)) {
+      continue;
+    }
+    const int before = failures_;
+    c.run();
+    ++run;
+    std::printf("%-40s %s\n", c.name, failures_ == before ? "ok" : "FAILED");
+    std::fflush(stdout);
+  }
+  if (run == 0) {
+    std::fprintf(stderr, "contract: no case matched\n");
+    return 2;
+  }
+  std::printf("%d cases, %d failed checks\n", run, failures_);
+  return failures_ == 0 ? 0 : 1;
+}

@@ -1,0 +1,81 @@
+// tests/replacement/harness.hpp: the contract test's own small harness. The program runs once on
+// glibc and once under LD_PRELOAD=libmemkit-preload.so (tests/replacement/CMakeLists.txt), so it
+// cannot use GoogleTest's allocation-heavy machinery as the thing under test's first client; a
+// check prints what failed and counts, and each case is a function registered by name.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace memkit::contract {
+
+/// Which malloc the run expects to be talking to.
+enum class expected_allocator { glibc, memkit };
+
+expected_allocator expected();
+
+/// Records a failed check (printed with its place) and \returns `ok`.
+bool check(bool ok, const char* what, const char* file, int line);
+
+#define MEMKIT_CHECK(condition)                                                                    \
+  ::memkit::contract::check((condition), #condition, __FILE__, __LINE__)
+
+/// \returns whether the block at `p` came from the allocator the run expects: memkit_owns(p) for
+/// memkit; for glibc, true (the run proved at its start that memkit is not loaded).
+bool served(const void* p);
+
+/// \returns `n` through a volatile, so the compiler cannot fold a call with a known huge size.
+std::size_t opaque(std::size_t n);
+
+/// Makes `p` escape, so an allocation and its release cannot be elided as unused.
+template <class T>
+T* escape(T* p) {
+  asm volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+/// Fills `n` bytes at `p` with a pattern derived from `seed`; check_fill checks them.
+void fill(void* p, std::size_t n, unsigned seed);
+bool check_fill(const void* p, std::size_t n, unsigned seed);
+
+bool is_aligned(const void* p, std::size_t alignment);
+
+/// A child process of this executable (/proc/self/exe) and what it did.
+struct child_result {
+  bool exited = false; ///< false: killed by a signal (or timed out and killed)
+  int code = 0;        ///< the exit status, or the signal
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+/// Runs this executable with `args`, the environment plus `extra_env` ("NAME=value"), and waits at
+/// most `timeout_seconds` (then kills it).
+child_result run_self(const std::vector<std::string>& args,
+                      const std::vector<std::string>& extra_env, int timeout_seconds);
+
+/// A named case of the contract; `memkit_only` cases describe memkit's own options.
+struct test_case {
+  const char* name;
+  void (*run)();
+  bool memkit_only;
+};
+
+/// Registers a case at static-initialization time; \returns a dummy for the registering variable.
+int add_case(test_case c);
+
+/// A child-process action ("child NAME" on the command line), run instead of the cases.
+int add_child_action(const char* name, int (*run)());
+
+} // namespace memkit::contract
+
+#define MEMKIT_CONTRACT_CONCAT2(a, b) a##b
+#define MEMKIT_CONTRACT_CONCAT(a, b) MEMKIT_CONTRACT_CONCAT2(a, b)
+
+/// Defines and registers a case: MEMKIT_CONTRACT_CASE(CallocZeroes, false) { ... }
+#define MEMKIT_CONTRACT_CASE(name, memkit_only)                                                    \
+  static void name();                                                                              \
+  static const int MEMKIT_CONTRACT_CONCAT(registered_, name) =                                     \
+      ::memkit::contract::add_case({#name, &name, memkit_only});                                   \
+  static void name()

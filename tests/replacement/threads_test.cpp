@@ -1,0 +1,240 @@
+// tests/replacement/threads_test.cpp: the replacement under threads: blocks freed by other threads,
+// fork() while another thread is inside malloc, and frees during thread and process teardown
+// (thread_local destructors, pthread key destructors; the atexit handler is in harness.cpp).
+
+#include "harness.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace memkit::contract;
+
+struct stamped {
+  void* p;
+  std::size_t n;
+  unsigned seed;
+};
+
+struct inbox {
+  std::mutex m;
+  std::vector<stamped> blocks;
+};
+
+MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersBlocksIntact, false) {
+  constexpr unsigned threads = 4;
+  constexpr unsigned per_thread = 40000;
+  inbox boxes[threads];
+  std::atomic<unsigned> corrupted{0};
+  std::atomic<unsigned> not_served{0};
+  std::atomic<unsigned> finished{0};
+  auto drain = [&](inbox& box) {
+    std::vector<stamped> mine;
+    {
+      const std::lock_guard<std::mutex> lock(box.m);
+      mine.swap(box.blocks);
+    }
+    for (const auto& b : mine) {
+      corrupted += check_fill(b.p, b.n, b.seed) ? 0 : 1;
+      std::free(b.p);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::mt19937 rng(t + 1);
+      for (unsigned i = 0; i < per_thread; ++i) {
+        // Mostly small blocks, one in 64 of up to 256 KiB.
+        const std::size_t n = i % 64 == 0 ? 1 + rng() % (256 * 1024) : 1 + rng() % 2048;
+        void* p = escape(std::malloc(n));
+        not_served += p != nullptr && served(p) ? 0 : 1;
+        const unsigned seed = t * per_thread + i;
+        fill(p, n, seed);
+        inbox& to = boxes[(t + 1 + rng() % (threads - 1)) % threads];
+        {
+          const std::lock_guard<std::mutex> lock(to.m);
+          to.blocks.push_back({p, n, seed});
+        }
+        if (i % 32 == 0) {
+          drain(boxes[t]);
+        }
+      }
+      ++finished;
+      while (finished.load() < threads) {
+        drain(boxes[t]);
+      }
+      drain(boxes[t]);
+    });
+  }
+  for (auto& th : pool) {
+    th.join();
+  }
+  for (auto& box : boxes) {
+    drain(box);
+  }
+  MEMKIT_CHECK(corrupted == 0);
+  MEMKIT_CHECK(not_served == 0);
+}
+
+/// In a forked child: allocate, free, start a thread that does too, and exit 0 if all went well.
+[[noreturn]] void child_after_fork() {
+  bool ok = true;
+  std::vector<void*> blocks;
+  for (std::size_t n = 1; n < 4 << 20; n = n * 2 + 3) {
+    void* p = std::malloc(n);
+    ok = ok && p != nullptr && served(p);
+    if (p != nullptr) {
+      fill(p, n, 1);
+      blocks.push_back(p);
+    }
+  }
+  for (void* p : blocks) {
+    std::free(p);
+  }
+  std::thread([&ok] {
+    for (int i = 0; i < 1000; ++i) {
+      delete escape(new std::vector<int>(static_cast<std::size_t>(i)));
+    }
+    ok = ok && served(escape(new int));
+  }).join();
+  _exit(ok ? 0 : 1);
+}
+
+MEMKIT_CONTRACT_CASE(ForkWhileAnotherThreadAllocatesGivesAWorkingChild, false) {
+  std::atomic<bool> stop{false};
+  std::thread busy([&stop] {
+    std::mt19937 rng(9);
+    std::vector<void*> held(64, nullptr);
+    while (!stop.load(std::memory_order_relaxed)) {
+      void*& slot = held[rng() % held.size()];
+      std::free(slot);
+      slot = std::malloc(1 + rng() % 70000);
+    }
+    for (void* p : held) {
+      std::free(p);
+    }
+  });
+  // Each child must finish within its deadline: a lock the busy thread held at fork() and
+  // nobody released in the child hangs it.
+  constexpr int forks = 40;
+  int good = 0;
+  for (int i = 0; i < forks; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const pid_t pid = fork();
+    if (pid == 0) {
+      child_after_fork();
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    int status = 0;
+    pid_t done = 0;
+    while ((done = waitpid(pid, &status, WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (done == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      std::fprintf(stderr, "fork %d: the child hung\n", i);
+    }
+    good += done == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 1 : 0;
+  }
+  stop = true;
+  busy.join();
+  MEMKIT_CHECK(good == forks);
+}
+
+std::atomic<int> thread_local_frees{0};
+
+/// Frees its block when its thread exits, after the thread's own allocation state may be gone.
+struct frees_at_thread_exit {
+  void* block = nullptr;
+  ~frees_at_thread_exit() {
+    if (block != nullptr && check_fill(block, 3000, 11)) {
+      std::free(block);
+      void* again = escape(std::malloc(100));
+      std::free(again);
+      ++thread_local_frees;
+    }
+  }
+};
+
+thread_local frees_at_thread_exit at_exit_holder;
+
+MEMKIT_CONTRACT_CASE(ThreadLocalDestructorsMayAllocateAndFree, false) {
+  thread_local_frees = 0;
+  constexpr int threads = 50;
+  for (int i = 0; i < threads; ++i) {
+    std::thread([] {
+      at_exit_holder.block = std::malloc(3000);
+      fill(at_exit_holder.block, 3000, 11);
+      delete[] escape(new int[100]);
+    }).join();
+  }
+  MEMKIT_CHECK(thread_local_frees == threads);
+}
+
+std::atomic<int> key_frees{0};
+
+void free_key_value(void* value) {
+  if (check_fill(value, 500, 12)) {
+    ++key_frees;
+  }
+  std::free(value);
+  delete[] escape(new char[64]);
+}
+
+MEMKIT_CONTRACT_CASE(PthreadKeyDestructorsMayAllocateAndFree, false) {
+  key_frees = 0;
+  pthread_key_t key;
+  MEMKIT_CHECK(pthread_key_create(&key, free_key_value) == 0);
+  constexpr int threads = 50;
+  for (int i = 0; i < threads; ++i) {
+    std::thread([key] {
+      void* value = std::malloc(500);
+      fill(value, 500, 12);
+      pthread_setspecific(key, value);
+    }).join();
+  }
+  pthread_key_delete(key);
+  MEMKIT_CHECK(key_frees == threads);
+}
+
+MEMKIT_CONTRACT_CASE(BlocksOutliveTheThreadsThatAllocatedThem, false) {
+  std::vector<std::pair<void*, unsigned>> left;
+  std::mutex m;
+  for (unsigned round = 0; round < 20; ++round) {
+    std::vector<std::thread> batch;
+    for (unsigned t = 0; t < 10; ++t) {
+      batch.emplace_back([&, seed = round * 10 + t] {
+        for (unsigned i = 0; i < 50; ++i) {
+          void* p = std::malloc(1000);
+          fill(p, 1000, seed + i);
+          const std::lock_guard<std::mutex> lock(m);
+          left.emplace_back(p, seed + i);
+        }
+      });
+    }
+    for (auto& th : batch) {
+      th.join();
+    }
+  }
+  bool ok = true;
+  for (const auto& [p, seed] : left) {
+    ok &= served(p) && check_fill(p, 1000, seed);
+    std::free(p);
+  }
+  MEMKIT_CHECK(ok);
+}
+
+} // namespace
