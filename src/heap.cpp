@@ -22,6 +22,7 @@ namespace memkit::replacement {
 std::atomic<global_heap*> the_heap{nullptr};
 unsigned the_mode = mode_fast;
 std::atomic<global_heap*> the_fast_heap{nullptr};
+thread_local unsigned frees_until_tick = frees_per_tick;
 
 namespace {
 
@@ -406,6 +407,9 @@ void free_slow(void* p) noexcept {
   } else {
     h->free_found(p, c);
   }
+  if (--frees_until_tick == 0) {
+    tick_slow(*h);
+  }
 }
 
 void free_sized_slow(void* p, std::size_t bytes) noexcept {
@@ -424,6 +428,11 @@ std::size_t trim() noexcept {
     return 0;
   }
   return h->trim();
+}
+
+void tick_slow(global_heap& h) noexcept {
+  frees_until_tick = frees_per_tick;
+  h.tick();
 }
 
 void free_foreign(void* p) noexcept {

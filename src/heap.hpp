@@ -51,6 +51,9 @@ public:
   /// \returns the bytes given back.
   std::size_t trim() noexcept { return engine_.trim(); }
 
+  /// \effects gives back what has waited for the delay (os_upstream::delay_ms).
+  void tick() noexcept { engine_.tick(); }
+
   /// Takes every lock of the heap (fork, and reading the upstream's counters); unlock_all frees
   /// them.
   void lock_all() noexcept { engine_.prepare_fork(); }
@@ -99,11 +102,21 @@ MEMKIT_ALWAYS_INLINE void* allocate(std::size_t bytes, std::size_t alignment) no
   return allocate_slow(bytes, alignment);
 }
 
+/// Frees a thread makes between two visits to the depot (global_heap::tick): a program whose
+/// threads free a peak and then run on their caches alone still sees its memory go back to the
+/// OS, after the delay and at most this many frees.
+inline constexpr unsigned frees_per_tick = 1024;
+extern thread_local unsigned frees_until_tick;
+void tick_slow(global_heap& h) noexcept;
+
 /// Frees `p` whatever handed it out (memkit or, before memkit took over, glibc); null is a no-op.
 MEMKIT_ALWAYS_INLINE void free(void* p) noexcept {
   if (global_heap* h = fast_heap(); MEMKIT_LIKELY(h != nullptr)) {
     if (detail::tc_chunk* c = h->find(p); MEMKIT_LIKELY(c != nullptr)) {
       h->free_found(p, c);
+      if (MEMKIT_UNLIKELY(--frees_until_tick == 0)) {
+        tick_slow(*h);
+      }
       return;
     }
     if (p != nullptr) {

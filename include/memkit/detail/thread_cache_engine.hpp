@@ -215,6 +215,15 @@ public:
     return depot_.purge(os::now_ms(), true);
   }
 
+  /// \effects gives back what has waited long enough (tc_depot::tick), as any visit to the depot
+  /// does: for a caller whose threads run on their caches alone for a long time.
+  void tick() noexcept {
+    if constexpr (tc_depot<Upstream, heap>::decommits) {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      depot_.tick();
+    }
+  }
+
   /// \returns the bytes usable at `p`: its class size, or a large block's requested size.
   /// \requires `p` is a live block of this resource.
   static std::size_t usable_size(const void* p) noexcept {

@@ -206,7 +206,9 @@ int main(int argc, char** argv) {
   // The allocation activity a program goes on with, which memkit may use to return memory.
   while (std::chrono::duration<double>(clock::now() - freed_at).count() < o.release_seconds) {
     for (int i = 0; i < 100; ++i) {
-      std::free(std::malloc(64 + static_cast<std::size_t>(i)));
+      // Through a volatile pointer: the compiler may drop a malloc whose block is only freed.
+      void* volatile p = std::malloc(64 + static_cast<std::size_t>(i));
+      std::free(p);
     }
     after = resident_bytes();
     if (after <= limit) {
