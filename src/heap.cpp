@@ -22,7 +22,6 @@ namespace memkit::replacement {
 std::atomic<global_heap*> the_heap{nullptr};
 unsigned the_mode = mode_fast;
 std::atomic<global_heap*> the_fast_heap{nullptr};
-thread_local unsigned frees_until_tick = frees_per_tick;
 
 namespace {
 
@@ -361,6 +360,7 @@ global_heap* make_heap() noexcept {
     // The first call of all. getenv allocates nothing.
     the_mode = parse_options(std::getenv("MEMKIT_OPTIONS"));
     auto* h = ::new (heap_storage) global_heap;
+    h->on_detach([]() noexcept { my_thread_heap = nullptr; });
     the_heap.store(h, std::memory_order_release);
     if (the_mode == mode_fast) {
       the_fast_heap.store(h, std::memory_order_release);
@@ -383,6 +383,8 @@ void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
   }
   void* p = (the_mode & mode_debug) != 0 ? debug_allocate(*h, bytes, alignment)
                                          : h->allocate_any(bytes, alignment);
+  // The engine has bound a heap to this thread now, unless its exit began.
+  my_thread_heap = h->current_heap();
   if (p != nullptr && (the_mode & mode_stats) != 0) {
     count_allocation(usable_size_of(p));
   }
