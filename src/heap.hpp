@@ -70,6 +70,26 @@ public:
   /// \effects calls `f` on each exiting thread before its heap is given up.
   void on_detach(void (*f)() noexcept) noexcept { engine_.on_detach(f); }
 
+  /// \returns whether the block at `p`, whose header is `c` (find), now holds `bytes` where it
+  /// is: when they fit its class, or its region's mapped size for a large block (whose usable
+  /// size becomes `bytes`), and fill at least half of it (a block shrunk further moves, so its
+  /// memory is not held).
+  bool resize_in_place(void* p, detail::tc_chunk* c, std::size_t bytes) noexcept {
+    if (c->cls != detail::tc_large_class) {
+      return bytes <= c->block_size && bytes >= c->block_size / 2;
+    }
+    if (p != c->blocks) {
+      return false;
+    }
+    const auto offset = static_cast<std::size_t>(c->blocks - reinterpret_cast<char*>(c));
+    const std::size_t room = os_upstream::region_size(c->bytes) - offset;
+    if (bytes > room || bytes < room / 2) {
+      return false;
+    }
+    c->size = bytes; // the region stays as mapped: c->bytes still names it
+    return true;
+  }
+
   /// \returns a block of `bytes` aligned to `alignment`, any power of two (above a page the block
   /// gets a region of its own, its header found only through the map), or null.
   void* allocate_any(std::size_t bytes, std::size_t alignment) noexcept {

@@ -203,6 +203,31 @@ TEST(ReplacementEngine, LargeRegionsAreUnmappedOrKeptWithinTheCacheBound) {
   EXPECT_LE(stats_field("mapped_bytes"), before + mr::os_upstream::cache_bytes_limit);
 }
 
+TEST(ReplacementEngine, BlocksResizeInPlaceWithinTheirClassOrRegion) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug blocks always move (realloc): the engine's block sits behind a guard";
+  }
+  mr::global_heap* h = mr::the_heap.load();
+  ASSERT_NE(h, nullptr);
+  void* small = mr::allocate(100, 16);
+  memkit::detail::tc_chunk* c = h->find(small);
+  EXPECT_TRUE(h->resize_in_place(small, c, mr::usable_size_of(small)));
+  EXPECT_FALSE(h->resize_in_place(small, c, mr::usable_size_of(small) + 1));
+  EXPECT_FALSE(h->resize_in_place(small, c, 10)) << "shrunk below half: moves";
+  mr::free(small);
+  auto* big = static_cast<unsigned char*>(mr::allocate(100000, 16));
+  stamp(big, 100000, 7);
+  c = h->find(big);
+  ASSERT_TRUE(h->resize_in_place(big, c, 101000)) << "the region's page and grid slack";
+  EXPECT_EQ(mr::usable_size_of(big), 101000u);
+  stamp(big + 100000, 1000, 7);
+  EXPECT_TRUE(stamped(big, 101000, 7));
+  EXPECT_FALSE(h->resize_in_place(big, c, 200000)) << "beyond the region";
+  EXPECT_FALSE(h->resize_in_place(big, c, 20000)) << "below half of it";
+  EXPECT_FALSE(h->resize_in_place(big + 16, c, 101000)) << "not the block's start";
+  mr::free(big);
+}
+
 TEST(ReplacementEngine, RegionSizesStayWithinAnEighthOfTheRequest) {
   for (std::size_t n = 1; n < (std::size_t{1} << 34); n = n * 3 + 7) {
     const std::size_t r = mr::os_upstream::region_size(n);
