@@ -12,13 +12,13 @@ namespace memkit {
 inline namespace MEMKIT_ABI {
 
 /// A lock (Lockable: `lock`, `try_lock`, `unlock`) that waits by spinning instead of sleeping in
-/// the kernel. Uncontended, `lock` is one atomic exchange and `unlock` one plain store, against
+/// the kernel. Uncontended, `lock` is one atomic exchange and `unlock` one release store, against
 /// glibc's `pthread_mutex_lock`/`unlock` calls (docs/threads.md has both counted). Made for
 /// critical sections of a few dozen instructions, as a pool's allocate and deallocate are; not for
 /// a section that may block or run long, where waiters would burn their time slices.
 ///
 /// - Test and test-and-set: a waiter reads the flag (its cache line stays shared, no traffic)
-///   until it sees the lock free, then tries the exchange; each read is preceded by
+///   until it sees the lock free, then tries the exchange; between reads it executes
 ///   `detail::cpu_pause()`.
 /// - Oversubscription: after `spin_limit` reads that found the lock held, the holder is most likely
 ///   not running (it would have let go), so the waiter calls `std::this_thread::yield()` between
