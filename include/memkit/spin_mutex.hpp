@@ -33,7 +33,8 @@ class alignas(64) spin_mutex {
 public:
   /// Reads that find the lock held before a waiter starts yielding: 64 pauses take about 0.2 to
   /// 3 microseconds at 3 GHz (`pause` is 10 to 140 cycles, depending on the x86 generation),
-  /// tens of times a pool's section (about 20 instructions per call, docs/options.md).
+  /// tens of times a pool's section (21 instructions per allocate/deallocate pair,
+  /// docs/options.md).
   static constexpr unsigned spin_limit = 64;
 
   constexpr spin_mutex() noexcept = default;
