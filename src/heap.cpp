@@ -432,6 +432,11 @@ std::size_t trim() noexcept {
   return h->trim();
 }
 
+void free_unbound(global_heap& h, void* p, detail::tc_chunk* c) noexcept {
+  h.free_found(p, c);
+  my_thread_heap = h.current_heap();
+}
+
 void tick_slow(global_heap& h) noexcept {
   frees_until_tick = frees_per_tick;
   h.tick();

@@ -173,12 +173,19 @@ MEMKIT_ALWAYS_INLINE void* allocate(std::size_t bytes, std::size_t alignment) no
 inline constexpr unsigned frees_per_tick = 1024;
 inline thread_local unsigned frees_until_tick = frees_per_tick;
 void tick_slow(global_heap& h) noexcept;
+/// Frees `p` (header `c`) on a thread whose heap is not in my_thread_heap yet (a thread that
+/// only frees): through the engine, which binds one, then keeps that heap there.
+void free_unbound(global_heap& h, void* p, detail::tc_chunk* c) noexcept;
 
 /// Frees `p` whatever handed it out (memkit or, before memkit took over, glibc); null is a no-op.
 MEMKIT_ALWAYS_INLINE void free(void* p) noexcept {
   if (global_heap* h = fast_heap(); MEMKIT_LIKELY(h != nullptr)) {
     if (detail::tc_chunk* c = h->find(p); MEMKIT_LIKELY(c != nullptr)) {
-      h->free_from(p, c, my_thread_heap);
+      if (global_heap::thread_heap* t = my_thread_heap; MEMKIT_LIKELY(t != nullptr)) {
+        h->free_from(p, c, t);
+      } else {
+        free_unbound(*h, p, c);
+      }
       if (MEMKIT_UNLIKELY(--frees_until_tick == 0)) {
         tick_slow(*h);
       }

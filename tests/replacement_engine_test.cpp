@@ -174,6 +174,21 @@ TEST(ReplacementEngine, ShortLivedThreadsReuseHeapsAndTheirBlocksFreeLater) {
   EXPECT_LE(stats_field("heaps"), 12u);
 }
 
+TEST(ReplacementEngine, AThreadThatOnlyFreesBindsOneHeap) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < 20000; ++i) {
+    blocks.push_back(mr::allocate(64, 16));
+  }
+  const std::size_t heaps = stats_field("heaps");
+  std::thread consumer([&] {
+    for (void* p : blocks) {
+      mr::free(p); // every free remote, and this thread never allocates
+    }
+  });
+  consumer.join();
+  EXPECT_LE(stats_field("heaps"), heaps + 1);
+}
+
 TEST(ReplacementEngine, TrimGivesFreedChunksBackToTheOs) {
   if (debug_run()) {
     GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";

@@ -109,7 +109,9 @@ public:
     deallocate_from(p, c, my_heap(), bytes);
   }
 
-  /// deallocate_in with the calling thread's heap already found (current_heap(), or null).
+  /// deallocate_in with the calling thread's heap already found: `h` is current_heap(). Null only
+  /// when none is bound: the call then binds one, which the caller must use from then on (a null
+  /// passed again would bind yet another heap).
   MEMKIT_ALWAYS_INLINE void deallocate_from(void* p, tc_chunk* c, heap* h,
                                             std::size_t bytes) noexcept {
     if (MEMKIT_LIKELY(h != nullptr && c->owner == h)) {
