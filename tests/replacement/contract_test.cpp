@@ -6,10 +6,13 @@
 #include "harness.hpp"
 
 #include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -55,7 +58,7 @@ bool good_block(void* p, std::size_t n) {
   return check_fill(p, usable, 3);
 }
 
-MEMKIT_CONTRACT_CASE(MallocZeroIsAFreeableBlockAndFreeNullIsANoOp, false) {
+MEMKIT_CONTRACT_CASE(MallocZeroIsAFreeableBlockAndFreeNullIsANoOp, c_api) {
   void* a = escape(std::malloc(opaque(0)));
   void* b = escape(std::malloc(opaque(0)));
   MEMKIT_CHECK(a != nullptr && b != nullptr && a != b);
@@ -65,7 +68,7 @@ MEMKIT_CONTRACT_CASE(MallocZeroIsAFreeableBlockAndFreeNullIsANoOp, false) {
   std::free(escape<void>(nullptr));
 }
 
-MEMKIT_CONTRACT_CASE(ImpossibleMallocReturnsNullWithEnomem, false) {
+MEMKIT_CONTRACT_CASE(ImpossibleMallocReturnsNullWithEnomem, c_api) {
   for (const std::size_t n : impossible) {
     errno = 0;
     MEMKIT_CHECK(escape(std::malloc(opaque(n))) == nullptr);
@@ -73,7 +76,7 @@ MEMKIT_CONTRACT_CASE(ImpossibleMallocReturnsNullWithEnomem, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(CallocZeroesFreshAndReusedMemory, false) {
+MEMKIT_CONTRACT_CASE(CallocZeroesFreshAndReusedMemory, c_api) {
   const std::size_t sizes[] = {1, 8, 24, 100, 512, 4000, 64 * kib, 300 * kib, 2 * mib, 16 * mib};
   for (const std::size_t n : sizes) {
     // A freed block of the same size is the likeliest to come back: dirty it first.
@@ -91,7 +94,7 @@ MEMKIT_CONTRACT_CASE(CallocZeroesFreshAndReusedMemory, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(CallocOverflowReturnsNullWithEnomem, false) {
+MEMKIT_CONTRACT_CASE(CallocOverflowReturnsNullWithEnomem, c_api) {
   const std::size_t pairs[][2] = {{max_size / 2, 4},
                                   {4, max_size / 2},
                                   {1ull << 32, 1ull << 32},
@@ -109,7 +112,7 @@ MEMKIT_CONTRACT_CASE(CallocOverflowReturnsNullWithEnomem, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(ReallocOfNullIsMalloc, false) {
+MEMKIT_CONTRACT_CASE(ReallocOfNullIsMalloc, c_api) {
   for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{200}, 1 * mib}) {
     void* p = escape(std::realloc(nullptr, n));
     MEMKIT_CHECK(good_block(p, n));
@@ -117,7 +120,7 @@ MEMKIT_CONTRACT_CASE(ReallocOfNullIsMalloc, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(ReallocToZeroFreesAndReturnsNull, false) {
+MEMKIT_CONTRACT_CASE(ReallocToZeroFreesAndReturnsNull, c_api) {
   // glibc frees the block and returns NULL (its manual, "Changing the Size of a Block"; C23 made
   // the case undefined), leaving errno alone.
   for (const std::size_t n : {std::size_t{16}, 100 * kib, 4 * mib}) {
@@ -128,7 +131,7 @@ MEMKIT_CONTRACT_CASE(ReallocToZeroFreesAndReturnsNull, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(ReallocKeepsEveryUsableByteWhenGrowingAndShrinking, false) {
+MEMKIT_CONTRACT_CASE(ReallocKeepsEveryUsableByteWhenGrowingAndShrinking, c_api) {
   const std::size_t starts[] = {1, 13, 64, 1000, 8 * kib, 200 * kib, 3 * mib};
   unsigned seed = 1;
   for (const std::size_t start : starts) {
@@ -154,7 +157,7 @@ MEMKIT_CONTRACT_CASE(ReallocKeepsEveryUsableByteWhenGrowingAndShrinking, false) 
   }
 }
 
-MEMKIT_CONTRACT_CASE(FailedReallocLeavesTheBlockIntact, false) {
+MEMKIT_CONTRACT_CASE(FailedReallocLeavesTheBlockIntact, c_api) {
   for (const std::size_t n : {std::size_t{100}, 1 * mib}) {
     void* p = escape(std::malloc(n));
     fill(p, n, 9);
@@ -168,7 +171,7 @@ MEMKIT_CONTRACT_CASE(FailedReallocLeavesTheBlockIntact, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(ReallocarrayChecksTheProductAndPreservesContents, false) {
+MEMKIT_CONTRACT_CASE(ReallocarrayChecksTheProductAndPreservesContents, c_api) {
   void* p = escape(std::malloc(100));
   fill(p, 100, 4);
   errno = 0;
@@ -187,7 +190,7 @@ MEMKIT_CONTRACT_CASE(ReallocarrayChecksTheProductAndPreservesContents, false) {
   MEMKIT_CHECK(q == nullptr && errno == ENOMEM);
 }
 
-MEMKIT_CONTRACT_CASE(PosixMemalignRejectsBadAlignmentsAndAlignsGoodOnes, false) {
+MEMKIT_CONTRACT_CASE(PosixMemalignRejectsBadAlignmentsAndAlignsGoodOnes, c_api) {
   // Not a power of two, or not a multiple of sizeof(void*): EINVAL, *memptr untouched.
   const std::size_t bad[] = {0, 1, 2, 4, 3, 12, 24, 48, 100, 4097, max_size, max_size / 2 + 2};
   for (const std::size_t alignment : bad) {
@@ -210,7 +213,7 @@ MEMKIT_CONTRACT_CASE(PosixMemalignRejectsBadAlignmentsAndAlignsGoodOnes, false) 
   }
 }
 
-MEMKIT_CONTRACT_CASE(AlignedAllocAndMemalignAsGlibc236Has, false) {
+MEMKIT_CONTRACT_CASE(AlignedAllocAndMemalignAsGlibc236Has, c_api) {
   // glibc 2.36 serves both through one function: an alignment that is not a power of two is
   // rounded up to the next one (glibc 2.38 made aligned_alloc reject it with EINVAL; Debian 12
   // has 2.36), a size need not be a multiple of it, and only an alignment above SIZE_MAX/2 + 1
@@ -241,7 +244,7 @@ MEMKIT_CONTRACT_CASE(AlignedAllocAndMemalignAsGlibc236Has, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(VallocAndPvallocArePageAligned, false) {
+MEMKIT_CONTRACT_CASE(VallocAndPvallocArePageAligned, c_api) {
   const std::size_t page = page_size();
   for (const std::size_t n : {std::size_t{1}, std::size_t{100}, page, page + 1, 3 * mib + 7}) {
     void* v = escape(valloc(n));
@@ -261,7 +264,7 @@ MEMKIT_CONTRACT_CASE(VallocAndPvallocArePageAligned, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(MallocUsableSizeIsAtLeastTheRequestWritableAndStable, false) {
+MEMKIT_CONTRACT_CASE(MallocUsableSizeIsAtLeastTheRequestWritableAndStable, c_api) {
   MEMKIT_CHECK(malloc_usable_size(nullptr) == 0);
   for (std::size_t n = 0; n <= 20 * mib; n = n * 2 + 1) {
     void* p = escape(std::malloc(n));
@@ -274,7 +277,7 @@ MEMKIT_CONTRACT_CASE(MallocUsableSizeIsAtLeastTheRequestWritableAndStable, false
   }
 }
 
-MEMKIT_CONTRACT_CASE(EverySizeUpTo1MiBAndSixteenMiBBlocks, false) {
+MEMKIT_CONTRACT_CASE(EverySizeUpTo1MiBAndSixteenMiBBlocks, c_api) {
   std::vector<std::size_t> sizes;
   for (std::size_t n = 1; n <= 4 * kib; ++n) {
     sizes.push_back(n);
@@ -322,7 +325,7 @@ MEMKIT_CONTRACT_CASE(EverySizeUpTo1MiBAndSixteenMiBBlocks, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(GlibcBlocksFromLibcMallocCanBeFreedAndReallocated, false) {
+MEMKIT_CONTRACT_CASE(GlibcBlocksFromLibcMallocCanBeFreedAndReallocated, c_api) {
   // A library may hold blocks from glibc's own entry (allocated before a preload took over, or on
   // purpose): free and realloc must hand them back to glibc, not misread them.
   void* a = escape(__libc_malloc(100));
@@ -335,6 +338,40 @@ MEMKIT_CONTRACT_CASE(GlibcBlocksFromLibcMallocCanBeFreedAndReallocated, false) {
     MEMKIT_CHECK(b != nullptr && check_fill(b, n < 100 ? n : 100, 8));
     std::free(b);
   }
+}
+
+MEMKIT_CONTRACT_CASE(BlocksLibcAllocatesForTheCallerAreServedAndFreeable, c_api) {
+  // glibc's own calls to malloc and realloc go through the interposable symbols, so what strdup,
+  // asprintf, getline, open_memstream and realpath hand out is the replacement's, and free takes
+  // it.
+  char* s = escape(strdup("a string copied by libc"));
+  MEMKIT_CHECK(s != nullptr && served(s) && std::strcmp(s, "a string copied by libc") == 0);
+  std::free(s);
+  char* formatted = nullptr;
+  MEMKIT_CHECK(asprintf(&formatted, "%s-%d", "number", 12345) == 12);
+  MEMKIT_CHECK(formatted != nullptr && served(formatted) &&
+               std::strcmp(formatted, "number-12345") == 0);
+  std::free(formatted);
+  char* stream_text = nullptr;
+  std::size_t stream_size = 0;
+  std::FILE* stream = open_memstream(&stream_text, &stream_size);
+  for (int i = 0; i < 20000; ++i) {
+    std::fprintf(stream, "%d,", i);
+  }
+  std::fclose(stream);
+  MEMKIT_CHECK(stream_text != nullptr && served(stream_text) && stream_size > 100000);
+  // getline grows its buffer with realloc: from the stream's text, one long line.
+  std::FILE* in = fmemopen(stream_text, stream_size, "r");
+  char* line = nullptr;
+  std::size_t capacity = 0;
+  MEMKIT_CHECK(getline(&line, &capacity, in) == static_cast<ssize_t>(stream_size));
+  MEMKIT_CHECK(line != nullptr && served(line) && std::memcmp(line, stream_text, stream_size) == 0);
+  std::fclose(in);
+  std::free(line);
+  std::free(stream_text);
+  char* resolved = escape(realpath("/proc/self/exe", nullptr));
+  MEMKIT_CHECK(resolved != nullptr && served(resolved));
+  std::free(resolved);
 }
 
 } // namespace

@@ -26,7 +26,7 @@ bool good_block(void* p, std::size_t n, std::size_t alignment, unsigned seed) {
   return check_fill(p, n, seed);
 }
 
-MEMKIT_CONTRACT_CASE(EveryUnalignedOverloadPairServesWritableBlocks, false) {
+MEMKIT_CONTRACT_CASE(EveryUnalignedOverloadPairServesWritableBlocks, cxx_api) {
   const std::nothrow_t& nt = std::nothrow;
   for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{24}, std::size_t{1000},
                               std::size_t{100000}, std::size_t{5} << 20}) {
@@ -52,7 +52,7 @@ MEMKIT_CONTRACT_CASE(EveryUnalignedOverloadPairServesWritableBlocks, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(EveryAlignedOverloadPairServesAlignedBlocks, false) {
+MEMKIT_CONTRACT_CASE(EveryAlignedOverloadPairServesAlignedBlocks, cxx_api) {
   const std::nothrow_t& nt = std::nothrow;
   for (std::size_t a = 1; a <= std::size_t{1} << 20; a *= 2) {
     const auto al = static_cast<std::align_val_t>(a);
@@ -83,7 +83,7 @@ struct alignas(256) over_aligned {
   unsigned char bytes[300];
 };
 
-MEMKIT_CONTRACT_CASE(NewExpressionsAndContainersGoThroughTheReplacement, false) {
+MEMKIT_CONTRACT_CASE(NewExpressionsAndContainersGoThroughTheReplacement, cxx_api) {
   auto* one = escape(new over_aligned);
   MEMKIT_CHECK(is_aligned(one, 256) && served(one));
   delete one;
@@ -128,7 +128,7 @@ int throwing_forms_that_threw(std::size_t size, bool aligned) {
   return threw;
 }
 
-MEMKIT_CONTRACT_CASE(ImpossibleNewThrowsBadAllocAndNothrowNewReturnsNull, false) {
+MEMKIT_CONTRACT_CASE(ImpossibleNewThrowsBadAllocAndNothrowNewReturnsNull, cxx_api) {
   for (const std::size_t n : impossible) {
     MEMKIT_CHECK(throwing_forms_that_threw(opaque(n), false) == 2);
   }
@@ -139,7 +139,7 @@ MEMKIT_CONTRACT_CASE(ImpossibleNewThrowsBadAllocAndNothrowNewReturnsNull, false)
   }
 }
 
-MEMKIT_CONTRACT_CASE(AlignedNewOfTheLargestSizesFailsInsteadOfWrapping, true) {
+MEMKIT_CONTRACT_CASE(AlignedNewOfTheLargestSizesFailsInsteadOfWrapping, cxx_beyond_glibc) {
   for (const std::size_t n : {SIZE_MAX, SIZE_MAX - 62, SIZE_MAX - 4095}) {
     MEMKIT_CHECK(throwing_forms_that_threw(opaque(n), true) == 2);
   }
@@ -154,7 +154,7 @@ void give_up_on_second_call() {
   }
 }
 
-MEMKIT_CONTRACT_CASE(NewHandlerIsCalledUntilItRemovesItself, false) {
+MEMKIT_CONTRACT_CASE(NewHandlerIsCalledUntilItRemovesItself, cxx_api) {
   const std::size_t size = opaque(SIZE_MAX / 2 + 1);
   const auto al = std::align_val_t{128};
   for (int form = 0; form < 6; ++form) {

@@ -32,7 +32,20 @@ struct inbox {
   std::vector<stamped> blocks;
 };
 
-MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersBlocksIntact, false) {
+/// malloc's and operator new's blocks, each freed by its own kind.
+struct with_malloc {
+  static void* allocate(std::size_t n) { return std::malloc(n); }
+  static void release(void* p, std::size_t) { std::free(p); }
+};
+struct with_new {
+  static void* allocate(std::size_t n) { return ::operator new(n); }
+  static void release(void* p, std::size_t n) { ::operator delete(p, n); }
+};
+
+/// Four threads allocate blocks of 1 B to 256 KiB, stamp them and hand each to another thread,
+/// which checks the stamp and frees it. \returns whether every block was served and intact.
+template <class Api>
+bool four_threads_free_each_others_blocks() {
   constexpr unsigned threads = 4;
   constexpr unsigned per_thread = 40000;
   inbox boxes[threads];
@@ -47,7 +60,7 @@ MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersBlocksIntact, false) {
     }
     for (const auto& b : mine) {
       corrupted += check_fill(b.p, b.n, b.seed) ? 0 : 1;
-      std::free(b.p);
+      Api::release(b.p, b.n);
     }
   };
   std::vector<std::thread> pool;
@@ -57,7 +70,7 @@ MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersBlocksIntact, false) {
       for (unsigned i = 0; i < per_thread; ++i) {
         // Mostly small blocks, one in 64 of up to 256 KiB.
         const std::size_t n = i % 64 == 0 ? 1 + rng() % (256 * 1024) : 1 + rng() % 2048;
-        void* p = escape(std::malloc(n));
+        void* p = escape(Api::allocate(n));
         not_served += p != nullptr && served(p) ? 0 : 1;
         const unsigned seed = t * per_thread + i;
         fill(p, n, seed);
@@ -83,8 +96,15 @@ MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersBlocksIntact, false) {
   for (auto& box : boxes) {
     drain(box);
   }
-  MEMKIT_CHECK(corrupted == 0);
-  MEMKIT_CHECK(not_served == 0);
+  return corrupted == 0 && not_served == 0;
+}
+
+MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersMallocBlocksIntact, c_api) {
+  MEMKIT_CHECK(four_threads_free_each_others_blocks<with_malloc>());
+}
+
+MEMKIT_CONTRACT_CASE(FourThreadsDeleteEachOthersNewBlocksIntact, cxx_api) {
+  MEMKIT_CHECK(four_threads_free_each_others_blocks<with_new>());
 }
 
 /// In a forked child: allocate, free, start a thread that does too, and exit 0 if all went well.
@@ -111,7 +131,7 @@ MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersBlocksIntact, false) {
   _exit(ok ? 0 : 1);
 }
 
-MEMKIT_CONTRACT_CASE(ForkWhileAnotherThreadAllocatesGivesAWorkingChild, false) {
+MEMKIT_CONTRACT_CASE(ForkWhileAnotherThreadAllocatesGivesAWorkingChild, c_api) {
   std::atomic<bool> stop{false};
   std::thread busy([&stop] {
     std::mt19937 rng(9);
@@ -171,7 +191,7 @@ struct frees_at_thread_exit {
 
 thread_local frees_at_thread_exit at_exit_holder;
 
-MEMKIT_CONTRACT_CASE(ThreadLocalDestructorsMayAllocateAndFree, false) {
+MEMKIT_CONTRACT_CASE(ThreadLocalDestructorsMayAllocateAndFree, c_api) {
   thread_local_frees = 0;
   constexpr int threads = 50;
   for (int i = 0; i < threads; ++i) {
@@ -194,7 +214,7 @@ void free_key_value(void* value) {
   delete[] escape(new char[64]);
 }
 
-MEMKIT_CONTRACT_CASE(PthreadKeyDestructorsMayAllocateAndFree, false) {
+MEMKIT_CONTRACT_CASE(PthreadKeyDestructorsMayAllocateAndFree, c_api) {
   key_frees = 0;
   pthread_key_t key;
   MEMKIT_CHECK(pthread_key_create(&key, free_key_value) == 0);
@@ -210,7 +230,7 @@ MEMKIT_CONTRACT_CASE(PthreadKeyDestructorsMayAllocateAndFree, false) {
   MEMKIT_CHECK(key_frees == threads);
 }
 
-MEMKIT_CONTRACT_CASE(BlocksOutliveTheThreadsThatAllocatedThem, false) {
+MEMKIT_CONTRACT_CASE(BlocksOutliveTheThreadsThatAllocatedThem, c_api) {
   std::vector<std::pair<void*, unsigned>> left;
   std::mutex m;
   for (unsigned round = 0; round < 20; ++round) {
