@@ -27,9 +27,12 @@ constexpr std::size_t max_size = SIZE_MAX;
 constexpr std::size_t kib = 1024;
 constexpr std::size_t mib = 1024 * kib;
 
-/// Sizes no allocator can serve: past PTRDIFF_MAX, and 2^60 (beyond any x86-64 or AArch64 user
-/// address space, so it fails even under overcommit_memory=1).
-const std::size_t impossible[] = {max_size, max_size / 2 + 1, std::size_t{1} << 60};
+/// Sizes no allocator can serve: past PTRDIFF_MAX, 2^60 (beyond any x86-64 or AArch64 user
+/// address space, so it fails even under overcommit_memory=1), and just below SIZE_MAX, where
+/// adding a header or rounding up to a size class or page wraps around to a small size.
+const std::size_t impossible[] = {
+    max_size,      max_size / 2 + 1, std::size_t{1} << 60,
+    max_size - 15, max_size - 4095,  max_size - (std::size_t{1} << 20)};
 
 bool all_zero(const void* p, std::size_t n) {
   const auto* b = static_cast<const unsigned char*>(p);
@@ -206,10 +209,19 @@ MEMKIT_CONTRACT_CASE(PosixMemalignRejectsBadAlignmentsAndAlignsGoodOnes, c_api) 
       std::free(p);
     }
   }
+  // Alignments larger than any chunk or reservation the allocator maps.
+  for (const std::size_t alignment : {4 * mib, 16 * mib, 64 * mib}) {
+    void* p = nullptr;
+    MEMKIT_CHECK(posix_memalign(&p, opaque(alignment), 100) == 0);
+    MEMKIT_CHECK(is_aligned(p, alignment) && good_block(p, 100));
+    std::free(p);
+  }
   for (const std::size_t n : impossible) {
-    void* p = &errno;
-    MEMKIT_CHECK(posix_memalign(&p, 64, opaque(n)) == ENOMEM);
-    MEMKIT_CHECK(p == &errno);
+    for (const std::size_t alignment : {std::size_t{64}, std::size_t{1} << 20}) {
+      void* p = &errno;
+      MEMKIT_CHECK(posix_memalign(&p, alignment, opaque(n)) == ENOMEM);
+      MEMKIT_CHECK(p == &errno);
+    }
   }
 }
 
@@ -237,9 +249,11 @@ MEMKIT_CONTRACT_CASE(AlignedAllocAndMemalignAsGlibc236Has, c_api) {
     MEMKIT_CHECK(escape(allocate(opaque(max_size / 2 + 2), 16)) == nullptr);
     MEMKIT_CHECK(errno == EINVAL);
     for (const std::size_t n : impossible) {
-      errno = 0;
-      MEMKIT_CHECK(escape(allocate(64, opaque(n))) == nullptr);
-      MEMKIT_CHECK(errno == ENOMEM);
+      for (const std::size_t alignment : {std::size_t{64}, std::size_t{1} << 20}) {
+        errno = 0;
+        MEMKIT_CHECK(escape(allocate(alignment, opaque(n))) == nullptr);
+        MEMKIT_CHECK(errno == ENOMEM);
+      }
     }
   }
 }
@@ -327,9 +341,10 @@ MEMKIT_CONTRACT_CASE(EverySizeUpTo1MiBAndSixteenMiBBlocks, c_api) {
 
 MEMKIT_CONTRACT_CASE(GlibcBlocksFromLibcMallocCanBeFreedAndReallocated, c_api) {
   // A library may hold blocks from glibc's own entry (allocated before a preload took over, or on
-  // purpose): free and realloc must hand them back to glibc, not misread them.
+  // purpose): free, realloc and malloc_usable_size must hand them to glibc, not misread them.
   void* a = escape(__libc_malloc(100));
   fill(a, 100, 6);
+  MEMKIT_CHECK(malloc_usable_size(a) >= 100);
   std::free(a);
   for (const std::size_t n : {std::size_t{40}, std::size_t{5000}, 2 * mib}) {
     void* b = escape(__libc_malloc(100));
