@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -107,9 +108,39 @@ MEMKIT_CONTRACT_CASE(FourThreadsDeleteEachOthersNewBlocksIntact, cxx_api) {
   MEMKIT_CHECK(four_threads_free_each_others_blocks<with_new>());
 }
 
-/// In a forked child: allocate, free, start a thread that does too, and exit 0 if all went well.
+/// Blocks the busy thread of the fork case publishes: each starts with its size, then a pattern
+/// seeded by the size. Atomic slots, not a mutex, which the child could inherit locked.
+constexpr std::size_t fork_slots = 64;
+std::atomic<void*> published[fork_slots];
+
+void* make_published(std::size_t n) {
+  void* p = std::malloc(n);
+  if (p != nullptr) {
+    std::memcpy(p, &n, sizeof n);
+    fill(static_cast<char*>(p) + sizeof n, n - sizeof n, static_cast<unsigned>(n));
+  }
+  return p;
+}
+
+/// \returns whether the published block `p` is intact, and frees it.
+bool free_published(void* p) {
+  std::size_t n = 0;
+  std::memcpy(&n, p, sizeof n);
+  const bool ok =
+      check_fill(static_cast<char*>(p) + sizeof n, n - sizeof n, static_cast<unsigned>(n));
+  std::free(p);
+  return ok;
+}
+
+/// In a forked child: frees the blocks of the busy thread, which does not exist here, allocates,
+/// frees, starts a thread that does too, and exits 0 if all went well.
 [[noreturn]] void child_after_fork() {
   bool ok = true;
+  for (auto& slot : published) {
+    if (void* p = slot.exchange(nullptr)) {
+      ok = free_published(p) && ok;
+    }
+  }
   std::vector<void*> blocks;
   for (std::size_t n = 1; n < 4 << 20; n = n * 2 + 3) {
     void* p = std::malloc(n);
@@ -133,16 +164,22 @@ MEMKIT_CONTRACT_CASE(FourThreadsDeleteEachOthersNewBlocksIntact, cxx_api) {
 
 MEMKIT_CONTRACT_CASE(ForkWhileAnotherThreadAllocatesGivesAWorkingChild, c_api) {
   std::atomic<bool> stop{false};
-  std::thread busy([&stop] {
+  std::atomic<bool> intact{true};
+  std::thread busy([&stop, &intact] {
     std::mt19937 rng(9);
-    std::vector<void*> held(64, nullptr);
     while (!stop.load(std::memory_order_relaxed)) {
-      void*& slot = held[rng() % held.size()];
-      std::free(slot);
-      slot = std::malloc(1 + rng() % 70000);
+      // Small and large blocks, so the fork finds the thread in either path.
+      const std::size_t n = 16 + rng() % (rng() % 8 == 0 ? 300000 : 2000);
+      if (void* old = published[rng() % fork_slots].exchange(make_published(n))) {
+        if (!free_published(old)) {
+          intact = false;
+        }
+      }
     }
-    for (void* p : held) {
-      std::free(p);
+    for (auto& slot : published) {
+      if (void* p = slot.exchange(nullptr)) {
+        free_published(p);
+      }
     }
   });
   // Each child must finish within its deadline: a lock the busy thread held at fork() and
@@ -172,6 +209,7 @@ MEMKIT_CONTRACT_CASE(ForkWhileAnotherThreadAllocatesGivesAWorkingChild, c_api) {
   stop = true;
   busy.join();
   MEMKIT_CHECK(good == forks);
+  MEMKIT_CHECK(intact);
 }
 
 std::atomic<int> thread_local_frees{0};
