@@ -21,6 +21,7 @@ namespace memkit::replacement {
 
 std::atomic<global_heap*> the_heap{nullptr};
 unsigned the_mode = mode_fast;
+std::atomic<global_heap*> the_fast_heap{nullptr};
 
 namespace {
 
@@ -58,35 +59,6 @@ void complain(const char* what, const char* item, std::size_t length) noexcept {
   write_stderr(" \"");
   write_stderr(item, length);
   write_stderr("\" in MEMKIT_OPTIONS (known: stats:0|1, debug:0|1); ignored\n");
-}
-
-unsigned parse_options(const char* text) noexcept {
-  unsigned m = mode_fast;
-  for (const char* p = text; p != nullptr && *p != '\0';) {
-    const char* end = std::strchr(p, ',');
-    const std::size_t length = end == nullptr ? std::strlen(p) : static_cast<std::size_t>(end - p);
-    const char* colon = static_cast<const char*>(std::memchr(p, ':', length));
-    const std::size_t name_length = colon == nullptr ? length : static_cast<std::size_t>(colon - p);
-    const char* value = colon == nullptr ? "" : colon + 1;
-    const std::size_t value_length = colon == nullptr ? 0 : length - name_length - 1;
-    unsigned bit = 0;
-    if (name_length == 5 && std::strncmp(p, "stats", 5) == 0) {
-      bit = mode_stats;
-    } else if (name_length == 5 && std::strncmp(p, "debug", 5) == 0) {
-      bit = mode_debug;
-    }
-    if (length == 0) {
-      // an empty item ("a,,b" or a trailing comma) says nothing
-    } else if (bit == 0) {
-      complain("unknown option", p, length);
-    } else if (value_length == 1 && (*value == '0' || *value == '1')) {
-      m = *value == '1' ? (m | bit) : (m & ~bit);
-    } else {
-      complain("bad value (0 or 1) in", p, length);
-    }
-    p = end == nullptr ? nullptr : end + 1;
-  }
-  return m;
 }
 
 // ---- Counters (stats:1) ----------------------------------------------------------------------
@@ -351,6 +323,35 @@ __attribute__((destructor)) void print_stats_at_exit() noexcept {
 
 } // namespace
 
+unsigned parse_options(const char* text) noexcept {
+  unsigned m = mode_fast;
+  for (const char* p = text; p != nullptr && *p != '\0';) {
+    const char* end = std::strchr(p, ',');
+    const std::size_t length = end == nullptr ? std::strlen(p) : static_cast<std::size_t>(end - p);
+    const char* colon = static_cast<const char*>(std::memchr(p, ':', length));
+    const std::size_t name_length = colon == nullptr ? length : static_cast<std::size_t>(colon - p);
+    const char* value = colon == nullptr ? "" : colon + 1;
+    const std::size_t value_length = colon == nullptr ? 0 : length - name_length - 1;
+    unsigned bit = 0;
+    if (name_length == 5 && std::strncmp(p, "stats", 5) == 0) {
+      bit = mode_stats;
+    } else if (name_length == 5 && std::strncmp(p, "debug", 5) == 0) {
+      bit = mode_debug;
+    }
+    if (length == 0) {
+      // an empty item ("a,,b" or a trailing comma) says nothing
+    } else if (bit == 0) {
+      complain("unknown option", p, length);
+    } else if (value_length == 1 && (*value == '0' || *value == '1')) {
+      m = *value == '1' ? (m | bit) : (m & ~bit);
+    } else {
+      complain("bad value (0 or 1) in", p, length);
+    }
+    p = end == nullptr ? nullptr : end + 1;
+  }
+  return m;
+}
+
 global_heap::global_heap() noexcept : thread_cached(os_upstream{}, heap_options()) {}
 
 global_heap* make_heap() noexcept {
@@ -360,6 +361,9 @@ global_heap* make_heap() noexcept {
     the_mode = parse_options(std::getenv("MEMKIT_OPTIONS"));
     auto* h = ::new (heap_storage) global_heap;
     the_heap.store(h, std::memory_order_release);
+    if (the_mode == mode_fast) {
+      the_fast_heap.store(h, std::memory_order_release);
+    }
     heap_state.store(2, std::memory_order_release);
     // Registering may allocate: the heap is published first, so that call is served normally.
     ::pthread_atfork(&before_fork, &after_fork, &after_fork);
@@ -419,10 +423,7 @@ std::size_t trim() noexcept {
   if (h == nullptr) {
     return 0;
   }
-  h->lock_all();
-  const std::size_t given = h->upstream().purge(true);
-  h->unlock_all();
-  return given;
+  return h->trim();
 }
 
 void free_foreign(void* p) noexcept {

@@ -47,6 +47,10 @@ public:
   /// far as O(1) checks tell (the chunk map, the block grid, the free-list heads): debug mode.
   bool screen(void* p) const noexcept { return engine_.screen(p, 0, 0, engine::any_class); }
 
+  /// \effects gives back to the OS every wholly free chunk's pages and every kept region.
+  /// \returns the bytes given back.
+  std::size_t trim() noexcept { return engine_.trim(); }
+
   /// Takes every lock of the heap (fork, and reading the upstream's counters); unlock_all frees
   /// them.
   void lock_all() noexcept { engine_.prepare_fork(); }
@@ -65,7 +69,12 @@ enum mode : unsigned {
 extern std::atomic<global_heap*> the_heap;
 /// The modes of MEMKIT_OPTIONS; 0 keeps every entry point on its fast path.
 extern unsigned the_mode;
+/// the_heap when the_mode is mode_fast, else null: the one load the fast paths test.
+extern std::atomic<global_heap*> the_fast_heap;
 
+/// \returns the modes MEMKIT_OPTIONS `text` asks for ("stats:1,debug:1"; null: none), reporting
+/// on stderr every item it does not know or whose value is not 0 or 1.
+unsigned parse_options(const char* text) noexcept;
 global_heap* make_heap() noexcept;
 void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept;
 void free_slow(void* p) noexcept;
@@ -79,8 +88,7 @@ std::size_t usable_size_of(const void* p) noexcept;
 
 /// \returns the heap, made on first use, when every entry point may take its fast path; else null.
 MEMKIT_ALWAYS_INLINE global_heap* fast_heap() noexcept {
-  global_heap* h = the_heap.load(std::memory_order_acquire);
-  return MEMKIT_LIKELY(h != nullptr && the_mode == mode_fast) ? h : nullptr;
+  return the_fast_heap.load(std::memory_order_acquire);
 }
 
 /// \returns a block of `bytes` (1 if 0) aligned to `alignment` (a power of two), or null.

@@ -3,9 +3,13 @@
 
 #include "memkit/detail/align.hpp"
 #include "memkit/detail/os.hpp"
+#include "memkit/detail/thread_depot.hpp"
 #include "memkit/detail/thread_heap.hpp"
 
 namespace memkit::replacement {
+
+// The engine's depot gives unused chunks back only through an upstream that decommits.
+static_assert(detail::tc_decommits<os_upstream>::value);
 
 namespace {
 
@@ -24,9 +28,10 @@ std::size_t os_upstream::region_size(std::size_t bytes) noexcept {
   if (n == 0) {
     return 0;
   }
-  // Eight steps per power of two: the step is an eighth of the largest power of two below n.
+  // Eight steps per power of two: the step is the largest power of two up to n / 8 (a page at
+  // least), so rounding adds at most an eighth.
   std::size_t step = page_size;
-  for (std::size_t top = n >> 3; step < top;) {
+  while (step <= (n >> 4)) {
     step <<= 1;
   }
   return detail::round_up(n, step);
@@ -83,6 +88,8 @@ void os_upstream::deallocate(void* p, std::size_t bytes, std::size_t alignment) 
   kept_[kept_count_++] = {p, n, detail::os::now_ms()};
   kept_bytes_ += n;
 }
+
+void os_upstream::decommit(void* p, std::size_t bytes) noexcept { detail::os::decommit(p, bytes); }
 
 std::size_t os_upstream::purge(bool everything) noexcept {
   if (kept_count_ == 0) {

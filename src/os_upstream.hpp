@@ -16,7 +16,8 @@ namespace memkit::replacement {
 ///   that rounds to the same size;
 /// - a freed region of up to `cache_region_limit` is kept for reuse, at most `cache_slots` of them
 ///   and `cache_bytes_limit` in all, oldest evicted first; a kept region is unmapped once it has
-///   been unused for `delay_ms` (checked whenever the upstream is called, and by `purge`).
+///   been unused for `delay_ms` (checked whenever the upstream is called, and by `purge`);
+/// - the engine's depot decommits chunks left unused for `delay_ms` (detail/thread_depot.hpp).
 ///
 /// Not thread-safe: the engine calls its upstream only under its own lock.
 class os_upstream : public detail::unbounded_resource<os_upstream> {
@@ -34,6 +35,9 @@ public:
 
   void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept;
   void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept;
+
+  /// \effects gives the pages of `[p, p + bytes)` back to the OS, keeping the range mapped.
+  void decommit(void* p, std::size_t bytes) noexcept;
 
   /// \effects unmaps every kept region unused for `delay_ms` (all of them if `everything`).
   /// \returns the bytes given back.

@@ -411,7 +411,10 @@ TEST(ConcurrentPool, StatisticsCountEveryThreadsCalls) {
   EXPECT_EQ(s.bytes_in_use, 0u);
   EXPECT_GE(s.peak_blocks_in_use, 50u);
   EXPECT_LE(s.peak_blocks_in_use, 100u);
-  EXPECT_EQ(s.peak_bytes_in_use, 20 * s.peak_blocks_in_use);
+  // Each peak is its own running maximum, updated apart from the other under contention: only
+  // their ranges are fixed.
+  EXPECT_GE(s.peak_bytes_in_use, 20u * 50u);
+  EXPECT_LE(s.peak_bytes_in_use, 20u * 100u);
   EXPECT_EQ(s.upstream_allocations, 1u + 1u) << "one chunk and the address table";
   EXPECT_EQ(s.upstream_bytes_in_use, up.spy().bytes_in_use());
   pool.release();

@@ -26,12 +26,19 @@
 #define MEMKIT_NOINLINE __attribute__((noinline))
 #define MEMKIT_COLD __attribute__((cold))
 #define MEMKIT_ALWAYS_INLINE inline __attribute__((always_inline))
+/// Tells the optimizer `c` holds (undefined behaviour if not): for facts a constructor ensured.
+#define MEMKIT_ASSUME(c)                                                                           \
+  do {                                                                                             \
+    if (!(c))                                                                                      \
+      __builtin_unreachable();                                                                     \
+  } while (0)
 #else
 #define MEMKIT_LIKELY(x) (x)
 #define MEMKIT_UNLIKELY(x) (x)
 #define MEMKIT_NOINLINE
 #define MEMKIT_COLD
 #define MEMKIT_ALWAYS_INLINE inline
+#define MEMKIT_ASSUME(c) ((void)0)
 #endif
 
 /// Whether C++20 concepts are available: traits.hpp then also offers each trait as a concept, whose

@@ -156,6 +156,9 @@ public:
 
   /// \returns a block of `bytes` (1 if 0) aligned to `alignment`, or null.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
+    // The constructor clamps it: the class index stays below `bins` even for a constant request
+    // above every class, which the compiler would otherwise warn of (-Warray-bounds).
+    MEMKIT_ASSUME(last_class_byte_ < detail::tc_max_class_size);
     if (MEMKIT_LIKELY(bytes - 1 <= last_class_byte_ &&
                       detail::is_alignment_within(alignment, detail::class_granularity))) {
       return engine_.allocate_class(detail::class_index(bytes), bytes);
@@ -233,8 +236,7 @@ private:
     return engine_.allocate_large(bytes, alignment);
   }
 
-  // max_class_size() - 1 in 16 bits, as multipool keeps it: the fast path's class index provably
-  // stays below `bins`.
+  // max_class_size() - 1, below tc_max_class_size, in 16 bits as multipool keeps it.
   const std::uint16_t last_class_byte_;
   const std::size_t class_count_;
 };

@@ -207,6 +207,14 @@ public:
     shared_mutex_.unlock();
   }
 
+  /// \effects gives every wholly free chunk's pages in the depot back to the upstream's OS, and
+  /// what the upstream keeps (malloc_trim). \returns the bytes given back; 0 unless the
+  /// upstream decommits (tc_depot::decommits).
+  std::size_t trim() noexcept {
+    const std::lock_guard<std::mutex> lock(depot_.mutex());
+    return depot_.purge(os::now_ms(), true);
+  }
+
   /// \returns the bytes usable at `p`: its class size, or a large block's requested size.
   /// \requires `p` is a live block of this resource.
   static std::size_t usable_size(const void* p) noexcept {

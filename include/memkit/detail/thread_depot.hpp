@@ -3,14 +3,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 #include "../config.hpp"
 #include "../stats.hpp"
 #include "assert.hpp"
 #include "chunk_map.hpp"
+#include "os.hpp"
 #include "poison.hpp"
 #include "thread_heap.hpp"
 
@@ -29,9 +32,23 @@ namespace detail {
 /// Every member requires `mutex()` held, except `find` (lock-free, detail/chunk_map.hpp) and
 /// `release`, which requires quiescence. The upstream is called only from here, hence only under
 /// the mutex: it need not be thread-safe.
+/// Whether `U` can give a range's pages back to the OS and keep it mapped (`decommit(p, bytes)`),
+/// and says after how long unused (`delay_ms`): the global replacement's os_upstream.
+template <class U, class = void>
+struct tc_decommits : std::false_type {};
+template <class U>
+struct tc_decommits<U, std::void_t<decltype(std::declval<U&>().decommit(nullptr, std::size_t{})),
+                                   decltype(U::delay_ms)>> : std::true_type {};
+
 template <class Upstream, class Heap>
 class tc_depot {
 public:
+  /// Over an upstream that decommits, a chunk left in the depot for `Upstream::delay_ms` gives its
+  /// pages back to the OS (all but the header's), so a program's resident memory falls after a
+  /// peak; checked whenever a chunk enters or leaves the depot and whenever a large block is
+  /// allocated or freed, walking the depot at most twice per delay.
+  static constexpr bool decommits = tc_decommits<Upstream>::value;
+
   explicit tc_depot(Upstream&& upstream) noexcept : upstream_(std::move(upstream)) {}
   tc_depot(const tc_depot&) = delete;
   tc_depot& operator=(const tc_depot&) = delete;
@@ -44,15 +61,50 @@ public:
     c->owner = nullptr;
     c->next = free_;
     free_ = c;
+    if constexpr (decommits) {
+      c->freed_at = os::now_ms();
+      tick(c->freed_at);
+    }
   }
 
   /// \returns a wholly free chunk, or null.
   tc_chunk* pop() noexcept {
+    tick();
     tc_chunk* c = free_;
     if (c != nullptr) {
       free_ = c->next;
     }
     return c;
+  }
+
+  /// \effects purges (below) if it is time; what every call that takes or returns memory does.
+  void tick(std::uint64_t now = 0) noexcept {
+    if constexpr (decommits) {
+      now = now != 0 ? now : os::now_ms();
+      if (now >= next_purge_) {
+        purge(now, false);
+      }
+    }
+  }
+
+  /// \effects decommits the depot's chunks that waited `Upstream::delay_ms` since `now` (every
+  /// one if `everything`), then lets the upstream give back what it keeps. \returns the bytes
+  /// given back. Nothing without an upstream that decommits.
+  std::size_t purge(std::uint64_t now, bool everything) noexcept {
+    std::size_t given = 0;
+    if constexpr (decommits) {
+      for (tc_chunk* c = free_; c != nullptr; c = c->next) {
+        if (c->freed_at != 0 && (everything || now - c->freed_at >= Upstream::delay_ms)) {
+          // The header's page stays: it links the chunk into this list.
+          upstream_.decommit(reinterpret_cast<char*>(c) + page_size, tc_chunk_size - page_size);
+          c->freed_at = 0;
+          given += tc_chunk_size - page_size;
+        }
+      }
+      given += upstream_.purge(everything);
+      next_purge_ = now + Upstream::delay_ms / 2;
+    }
+    return given;
   }
 
   /// \returns a new chunk from the upstream, aligned to its size and recorded in the map, or null.
@@ -77,6 +129,7 @@ public:
   /// an offset of a chunk or more, the header is found only through `find` (tc_chunk_of would
   /// mask the block's address to the block itself).
   void* allocate_large(std::size_t n, std::size_t offset) noexcept {
+    tick();
     void* base = upstream_try_allocate(offset + n, large_alignment(offset));
     if (base == nullptr) {
       return nullptr;
@@ -100,6 +153,7 @@ public:
 
   /// \effects gives the region of large block header `c` back to the upstream.
   void free_large(tc_chunk* c) noexcept {
+    tick();
     map_.erase(c, c->bytes);
     if (c->link_prev != nullptr) {
       c->link_prev->link_next = c->link_next;
@@ -255,6 +309,7 @@ private:
   Heap* heaps_ = nullptr;      ///< every heap
   Heap* abandoned_ = nullptr;  ///< heaps whose thread exited
   std::size_t heap_count_ = 0;
+  std::uint64_t next_purge_ = 0; ///< decommitting upstreams: the earliest time to look again
   std::size_t upstream_allocations_ = 0;
   std::size_t upstream_deallocations_ = 0;
   std::size_t upstream_bytes_ = 0;

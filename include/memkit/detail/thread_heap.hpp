@@ -44,6 +44,7 @@ struct alignas(cache_line_size) tc_chunk {
   std::size_t size = 0;          ///< large: the bytes requested (0 counts as 1)
   tc_chunk* link_next = nullptr; ///< every small chunk (release), or the large blocks
   tc_chunk* link_prev = nullptr; ///< large blocks only
+  std::uint64_t freed_at = 0;    ///< in the depot: when it came (ms), 0 once decommitted
 
   // The owner's.
   alignas(cache_line_size) free_list free; ///< local free list

@@ -1,0 +1,335 @@
+// The global replacement's engine (src/heap.cpp, src/os_upstream.cpp) linked into a plain test
+// program, so the sanitizer builds check it too: a sanitizer runtime owns malloc, so there the
+// replacement cannot be preloaded (tests/replacement runs the preloaded library in the optimized
+// build). The same program runs twice: as is, and with MEMKIT_OPTIONS=debug:1 for the Debug tests.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "heap.hpp"
+#include "memkit/error.hpp"
+#include "memkit/replacement.h"
+
+extern "C" void* __libc_malloc(std::size_t bytes);
+
+namespace mr = memkit::replacement;
+
+namespace {
+
+bool debug_run() {
+  const char* o = std::getenv("MEMKIT_OPTIONS");
+  return o != nullptr && std::strstr(o, "debug:1") != nullptr;
+}
+
+std::size_t stats_field(const char* name) {
+  char line[512];
+  memkit_stats_json(line, sizeof line);
+  const std::string text = line;
+  const std::string key = std::string("\"") + name + "\":";
+  const std::size_t at = text.find(key);
+  EXPECT_NE(at, std::string::npos) << text;
+  return at == std::string::npos ? 0 : std::stoull(text.substr(at + key.size()));
+}
+
+void stamp(void* p, std::size_t n, unsigned char v) { std::memset(p, v, n); }
+
+bool stamped(const void* p, std::size_t n, unsigned char v) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (b[i] != v) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(ReplacementEngine, EverySizeAndAlignmentIsAlignedUsableAndOwned) {
+  std::vector<std::pair<void*, std::size_t>> live;
+  for (std::size_t alignment = 16; alignment <= (std::size_t{1} << 20); alignment <<= 2) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16},
+                          std::size_t{100}, std::size_t{4096}, std::size_t{8192}, std::size_t{8193},
+                          std::size_t{70000}, std::size_t{1} << 20, std::size_t{20} << 20}) {
+      void* p = mr::allocate(n, alignment);
+      ASSERT_NE(p, nullptr) << n << " " << alignment;
+      EXPECT_TRUE(memkit::detail::is_aligned(p, alignment)) << n << " " << alignment;
+      const std::size_t usable = mr::usable_size_of(p);
+      EXPECT_GE(usable, n == 0 ? 1 : n);
+      EXPECT_EQ(memkit_owns(p), 1);
+      stamp(p, usable, static_cast<unsigned char>(live.size()));
+      live.emplace_back(p, usable);
+    }
+  }
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    EXPECT_TRUE(stamped(live[i].first, live[i].second, static_cast<unsigned char>(i))) << i;
+    EXPECT_EQ(mr::usable_size_of(live[i].first), live[i].second) << "stable for the block's life";
+    mr::free(live[i].first);
+  }
+}
+
+TEST(ReplacementEngine, ImpossibleRequestsAreNull) {
+  EXPECT_EQ(mr::allocate(static_cast<std::size_t>(-1), 16), nullptr);
+  EXPECT_EQ(mr::allocate(static_cast<std::size_t>(-1) - 4096, 16), nullptr);
+  EXPECT_EQ(mr::allocate(std::size_t{1} << 62, 16), nullptr);
+  mr::free(nullptr);
+}
+
+TEST(ReplacementEngine, GlibcsBlocksAreRecognisedAndFreedByGlibc) {
+  void* p = __libc_malloc(64);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(memkit_owns(p), 0);
+  const std::size_t before = stats_field("foreign_frees");
+  mr::free(p);
+  EXPECT_EQ(stats_field("foreign_frees"), before + 1);
+  int on_stack = 0;
+  EXPECT_EQ(memkit_owns(&on_stack), 0);
+}
+
+TEST(ReplacementEngine, BlocksFreedOnOtherThreadsKeepTheirContents) {
+  constexpr int threads = 4;
+  constexpr int rounds = 3000;
+  struct inbox {
+    std::mutex m;
+    std::vector<std::pair<void*, std::size_t>> blocks;
+  };
+  std::vector<inbox> boxes(threads);
+  std::atomic<int> bad{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      std::uint32_t x = 12345u + static_cast<std::uint32_t>(t);
+      for (int r = 0; r < rounds; ++r) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        const std::size_t n = 16 + x % 2000;
+        void* p = mr::allocate(n, 16);
+        stamp(p, n, static_cast<unsigned char>(t + 1));
+        {
+          const std::lock_guard<std::mutex> lock(boxes[(t + 1) % threads].m);
+          boxes[(t + 1) % threads].blocks.emplace_back(p, n);
+        }
+        std::vector<std::pair<void*, std::size_t>> mine;
+        {
+          const std::lock_guard<std::mutex> lock(boxes[t].m);
+          mine.swap(boxes[t].blocks);
+        }
+        const auto from = static_cast<unsigned char>((t + threads - 1) % threads + 1);
+        for (auto [q, m] : mine) {
+          bad += stamped(q, m, from) ? 0 : 1;
+          mr::free(q);
+        }
+      }
+    });
+  }
+  for (std::thread& t : ts) {
+    t.join();
+  }
+  for (inbox& b : boxes) {
+    for (auto [q, m] : b.blocks) {
+      mr::free(q);
+    }
+  }
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(ReplacementEngine, ShortLivedThreadsReuseHeapsAndTheirBlocksFreeLater) {
+  std::vector<void*> left;
+  std::mutex m;
+  for (int wave = 0; wave < 250; ++wave) {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t) {
+      ts.emplace_back([&] {
+        void* kept[8];
+        for (void*& p : kept) {
+          p = mr::allocate(48, 16);
+          stamp(p, 48, 0x5a);
+        }
+        for (int i = 0; i < 8; ++i) {
+          mr::free(mr::allocate(200, 16));
+        }
+        const std::lock_guard<std::mutex> lock(m);
+        left.insert(left.end(), std::begin(kept), std::end(kept));
+      });
+    }
+    for (std::thread& t : ts) {
+      t.join();
+    }
+  }
+  for (void* p : left) {
+    EXPECT_TRUE(stamped(p, 48, 0x5a));
+    mr::free(p);
+  }
+  // 1000 threads, at most 4 at once (plus this one and the earlier tests' threads): exited
+  // threads' heaps are adopted, not multiplied.
+  EXPECT_LE(stats_field("heaps"), 12u);
+}
+
+TEST(ReplacementEngine, TrimGivesFreedChunksBackToTheOs) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
+  }
+  std::vector<void*> blocks;
+  for (int i = 0; i < 100000; ++i) {
+    blocks.push_back(mr::allocate(300, 16));
+    stamp(blocks.back(), 300, 1);
+  }
+  for (void* p : blocks) {
+    mr::free(p);
+  }
+  // 30 MB of blocks: all but the heap's few spare chunks are in the depot now.
+  EXPECT_GE(mr::trim(), std::size_t{20} << 20);
+  EXPECT_EQ(mr::trim(), 0u) << "nothing left to give";
+}
+
+TEST(ReplacementEngine, LargeRegionsAreUnmappedOrKeptWithinTheCacheBound) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
+  }
+  const std::size_t before = stats_field("mapped_bytes");
+  void* big = mr::allocate(std::size_t{64} << 20, 16);
+  ASSERT_NE(big, nullptr);
+  EXPECT_GE(stats_field("mapped_bytes"), before + (std::size_t{64} << 20));
+  mr::free(big);
+  EXPECT_LE(stats_field("mapped_bytes"), before + mr::os_upstream::cache_bytes_limit);
+}
+
+TEST(ReplacementEngine, RegionSizesStayWithinAnEighthOfTheRequest) {
+  for (std::size_t n = 1; n < (std::size_t{1} << 34); n = n * 3 + 7) {
+    const std::size_t r = mr::os_upstream::region_size(n);
+    EXPECT_GE(r, n);
+    EXPECT_EQ(r % memkit::page_size, 0u);
+    EXPECT_LE(r, n < 8 * memkit::page_size ? n + memkit::page_size : n + n / 8 + 1) << n;
+    EXPECT_EQ(mr::os_upstream::region_size(r), r) << "a region's size maps to itself";
+  }
+  EXPECT_EQ(mr::os_upstream::region_size(static_cast<std::size_t>(-1)), 0u);
+}
+
+TEST(ReplacementEngine, AChildForkedWhileAnotherThreadAllocatesCanAllocate) {
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      mr::free(mr::allocate(20000, 16)); // the depot's lock, taken and released
+      mr::free(mr::allocate(64, 16));
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_NE(pid, -1);
+    if (pid == 0) {
+      for (int k = 0; k < 1000; ++k) {
+        void* p = mr::allocate(static_cast<std::size_t>(16 + k * 37), 16);
+        mr::free(mr::allocate(200000, 16));
+        mr::free(p);
+      }
+      ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  stop = true;
+  busy.join();
+}
+
+TEST(ReplacementEngine, OptionsAreParsedAndUnknownOnesReported) {
+  EXPECT_EQ(mr::parse_options(nullptr), mr::mode_fast);
+  EXPECT_EQ(mr::parse_options(""), mr::mode_fast);
+  EXPECT_EQ(mr::parse_options("stats:1"), mr::mode_stats);
+  EXPECT_EQ(mr::parse_options("stats:1,debug:1"), mr::mode_stats | mr::mode_debug);
+  EXPECT_EQ(mr::parse_options("debug:1,debug:0,"), mr::mode_fast);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(mr::parse_options("bogus:1,stats:2,debug:1"), mr::mode_debug);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("unknown option \"bogus:1\""), std::string::npos) << err;
+  EXPECT_NE(err.find("bad value (0 or 1) in \"stats:2\""), std::string::npos) << err;
+}
+
+TEST(ReplacementEngine, StatsJsonIsOneObjectAndTruncatesSafely) {
+  char line[512];
+  const std::size_t n = memkit_stats_json(line, sizeof line);
+  ASSERT_LT(n, sizeof line);
+  EXPECT_EQ(std::strlen(line), n);
+  EXPECT_EQ(std::string(line).rfind("{\"memkit\":{\"allocations\":", 0), 0u) << line;
+  EXPECT_EQ(line[n - 1], '}');
+  char small[8];
+  EXPECT_EQ(memkit_stats_json(small, sizeof small), n);
+  EXPECT_EQ(std::strlen(small), sizeof small - 1);
+}
+
+// ---- debug:1 (the program's second run) -----------------------------------------------------
+
+std::vector<memkit::misuse_report> reports;
+void remember(const memkit::misuse_report& r) { reports.push_back(r); }
+
+class ReplacementDebug : public testing::Test {
+protected:
+  void SetUp() override {
+    if (!debug_run()) {
+      GTEST_SKIP() << "runs with MEMKIT_OPTIONS=debug:1 (ctest replacement_engine.debug)";
+    }
+    reports.clear();
+    previous_ = memkit::set_misuse_handler(&remember);
+  }
+  void TearDown() override {
+    if (debug_run()) {
+      memkit::set_misuse_handler(previous_);
+    }
+  }
+  memkit::misuse_handler previous_ = nullptr;
+};
+
+TEST_F(ReplacementDebug, ADoubleFreeIsReportedWithItsAddress) {
+  void* p = mr::allocate(40, 16);
+  mr::free(p);
+  mr::free(p);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].kind, memkit::misuse::double_free);
+  EXPECT_EQ(reports[0].pointer, p);
+}
+
+TEST_F(ReplacementDebug, OverrunAndUnderrunAreReportedAndTheBlockKept) {
+  auto* p = static_cast<unsigned char*>(mr::allocate(24, 16));
+  EXPECT_EQ(mr::usable_size_of(p), 24u) << "debug blocks are exactly their request";
+  p[24] = 0;
+  mr::free(p);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].kind, memkit::misuse::overrun);
+  p[24] = 0xfd; // the canary again
+  p[-20] = 0;
+  mr::free(p);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[1].kind, memkit::misuse::underrun);
+}
+
+TEST_F(ReplacementDebug, InteriorPointersAndSizeMismatchesAreReported) {
+  auto* p = static_cast<char*>(mr::allocate(256, 64));
+  EXPECT_TRUE(memkit::detail::is_aligned(p, 64));
+  mr::free(p + 64);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].kind, memkit::misuse::foreign_pointer);
+  mr::free_sized(p, 100);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[1].kind, memkit::misuse::size_mismatch);
+  mr::free_sized(p, 256);
+  EXPECT_EQ(reports.size(), 2u);
+}
+
+TEST_F(ReplacementDebug, FreshBlocksAreFilledAndFreedOnesWiped) {
+  auto* p = static_cast<unsigned char*>(mr::allocate(64, 16));
+  EXPECT_TRUE(stamped(p, 64, 0xcd));
+  mr::free(p);
+  EXPECT_TRUE(stamped(p, 64, 0xdd)) << "in quarantine: wiped, not reused";
+  EXPECT_TRUE(reports.empty());
+}
+
+} // namespace
