@@ -147,6 +147,38 @@ MEMKIT_CONTRACT_CASE(AlignedNewOfTheLargestSizesFailsInsteadOfWrapping, cxx_beyo
   }
 }
 
+/// Deletes blocks with wrong sizes, then checks that later blocks do not overlap. \returns 0 if
+/// they do not.
+int wrong_size_deletes() {
+  for (int round = 0; round < 1000; ++round) {
+    const std::size_t n = 16 + static_cast<std::size_t>(round % 50) * 40;
+    ::operator delete(escape(::operator new(n)), opaque(round % 2 == 0 ? n / 2 : n * 4 + 100));
+  }
+  std::vector<void*> blocks;
+  for (unsigned i = 0; i < 2000; ++i) {
+    const std::size_t n = 16 + (i % 50) * 40;
+    blocks.push_back(escape(::operator new(n)));
+    fill(blocks.back(), n, i);
+  }
+  bool ok = true;
+  for (unsigned i = 0; i < blocks.size(); ++i) {
+    const std::size_t n = 16 + (i % 50) * 40;
+    ok &= check_fill(blocks[i], n, i);
+    ::operator delete(blocks[i], n);
+  }
+  return ok ? 0 : 1;
+}
+
+const int registered = add_child_action("wrong-size-deletes", wrong_size_deletes);
+
+MEMKIT_CONTRACT_CASE(SizedDeleteWithAWrongSizeCorruptsNothing, cxx_api) {
+  // Undefined behaviour, but common (a base class without a virtual destructor): glibc ignores the
+  // size, and docs/REPLACEMENT.md says memkit frees by the block's own header. In a child without
+  // MEMKIT_OPTIONS, since debug:1 rightly reports it.
+  const child_result r = run_self({"child", "wrong-size-deletes"}, {"MEMKIT_OPTIONS="}, 60);
+  MEMKIT_CHECK(r.exited && r.code == 0);
+}
+
 int handler_calls = 0;
 
 /// Called when operator new fails; removes itself on its second call, so new then throws.

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <sstream>
 #include <string>
 
@@ -83,6 +84,13 @@ int double_delete() {
   return 0;
 }
 
+int wrong_size_delete() {
+  void* p = escape(::operator new(100));
+  announce(p);
+  ::operator delete(p, opaque(40));
+  return 0;
+}
+
 constexpr int allocations = 20000;
 
 /// Allocates and frees `allocations` blocks.
@@ -93,12 +101,14 @@ int allocate() {
   return 0;
 }
 
-const int registered =
-    add_child_action("double-free", double_free) + add_child_action("invalid-free", invalid_free) +
-    add_child_action("overrun", overrun) +
-    add_child_action("overrun-after-realloc", overrun_after_realloc) +
-    add_child_action("overrun-aligned", overrun_aligned) +
-    add_child_action("double-delete", double_delete) + add_child_action("allocate", allocate);
+const int registered = add_child_action("double-free", double_free) +
+                       add_child_action("invalid-free", invalid_free) +
+                       add_child_action("overrun", overrun) +
+                       add_child_action("overrun-after-realloc", overrun_after_realloc) +
+                       add_child_action("overrun-aligned", overrun_aligned) +
+                       add_child_action("double-delete", double_delete) +
+                       add_child_action("wrong-size-delete", wrong_size_delete) +
+                       add_child_action("allocate", allocate);
 
 std::string lower(std::string s) {
   for (char& c : s) {
@@ -148,6 +158,14 @@ MEMKIT_CONTRACT_CASE(DebugOptionReportsAnOverrunWithItsAddress, preload_options)
 
 MEMKIT_CONTRACT_CASE(DebugOptionReportsADoubleDeleteWithItsAddress, preload_options) {
   expect_report_and_abort("double-delete");
+}
+
+MEMKIT_CONTRACT_CASE(DebugOptionReportsASizedDeleteWithTheWrongSize, preload_options) {
+  expect_report_and_abort("wrong-size-delete");
+  // Without debug:1 the header decides, and the program goes on.
+  const child_result r =
+      run_self({"child", "wrong-size-delete"}, {"MEMKIT_OPTIONS="}, child_timeout_seconds);
+  MEMKIT_CHECK(r.exited && r.code == 0);
 }
 
 /// \returns the number after "\"name\":" in `line`, or -1.
