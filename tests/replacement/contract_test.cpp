@@ -389,4 +389,43 @@ MEMKIT_CONTRACT_CASE(BlocksLibcAllocatesForTheCallerAreServedAndFreeable, c_api)
   std::free(resolved);
 }
 
+/// \returns the resident set of the process in bytes (/proc/self/statm), 0 if unreadable.
+std::size_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long pages = 0;
+  unsigned long resident = 0;
+  const bool read = f != nullptr && std::fscanf(f, "%lu %lu", &pages, &resident) == 2;
+  if (f != nullptr) {
+    std::fclose(f);
+  }
+  return read ? resident * page_size() : 0;
+}
+
+MEMKIT_CONTRACT_CASE(MallocTrimGivesFreedSmallBlocksBackAtOnce, c_api) {
+  // 128 MiB of small blocks, touched, freed in an order unlike the allocation's; then
+  // malloc_trim(0) must return their pages (glibc: free pages inside its heaps too, since 2.8).
+  const std::size_t before = resident_bytes();
+  std::vector<void*> blocks;
+  std::size_t total = 0;
+  for (unsigned i = 0; total < 128 * mib; ++i) {
+    const std::size_t n = 16 + (i * 2654435761u) % 1009;
+    blocks.push_back(escape(std::malloc(n)));
+    std::memset(blocks.back(), 0x5a, n);
+    total += n;
+  }
+  const std::size_t peak = resident_bytes();
+  for (std::size_t stride = 0; stride < 7; ++stride) {
+    for (std::size_t i = stride; i < blocks.size(); i += 7) {
+      std::free(blocks[i]);
+    }
+  }
+  blocks = std::vector<void*>();
+  malloc_trim(0);
+  const std::size_t after = resident_bytes();
+  std::printf("rss: %zu MiB before, %zu MiB at the peak, %zu MiB after malloc_trim\n", before / mib,
+              peak / mib, after / mib);
+  MEMKIT_CHECK(peak >= before + 100 * mib);
+  MEMKIT_CHECK(after <= before + 32 * mib);
+}
+
 } // namespace

@@ -98,6 +98,25 @@ bool verify_allocator() {
   return ok;
 }
 
+/// A static object whose destructor frees a block from main and allocates again, after main has
+/// returned and the atexit handler below has run; it can only report by the exit status.
+struct frees_at_static_destruction {
+  void* block = nullptr;
+  ~frees_at_static_destruction() {
+    if (block == nullptr) {
+      return;
+    }
+    const bool ok = check_fill(block, 3000, 8);
+    ::operator delete(block);
+    void* again = ::operator new(100, std::nothrow);
+    ::operator delete(again);
+    if (!ok || again == nullptr) {
+      std::fputs("contract: FAILED: a block freed by a static destructor\n", stderr);
+      std::_Exit(3);
+    }
+  }
+} static_holder;
+
 /// An atexit handler allocates and frees after main has returned; it can only report by the exit
 /// status.
 void allocate_at_exit() {
@@ -291,6 +310,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::atexit(allocate_at_exit);
+  static_holder.block = ::operator new(3000);
+  fill(static_holder.block, 3000, 8);
   int run = 0;
   for (const auto& c : cases()) {
     bool named = argc == 2;
