@@ -108,6 +108,11 @@ FIXED_ENV = {
     "GIT_COMMITTER_EMAIL": "test@memkit.invalid",
     "GIT_COMMITTER_DATE": "2020-02-02T12:00:00Z",
     "GIT_PAGER": "cat",
+    # One delta-search thread, so that gc packs the same way every time (count-objects prints the
+    # pack's size).
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "pack.threads",
+    "GIT_CONFIG_VALUE_0": "1",
 }
 
 
