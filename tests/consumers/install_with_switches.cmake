@@ -1,5 +1,6 @@
 # Configures memkit from SOURCE_DIR in BINARY_DIR with MEMKIT_DEBUG=3 and MEMKIT_STATISTICS=ON and
-# nothing else built, then installs it into PREFIX: the package tests/consumers/switches finds.
+# nothing else built but the global replacement's libraries (src/, part of the package), then
+# installs it into PREFIX: the package tests/consumers/switches finds.
 # Variables: SOURCE_DIR, BINARY_DIR, PREFIX, GENERATOR, COMPILER.
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BINARY_DIR} -G ${GENERATOR}
@@ -7,5 +8,6 @@ execute_process(
     -DMEMKIT_BUILD_BENCHMARKS=OFF -DMEMKIT_BUILD_EXAMPLES=OFF -DMEMKIT_BUILD_APPS=OFF
     -DMEMKIT_BUILD_FUZZERS=OFF -DMEMKIT_DEBUG=3 -DMEMKIT_STATISTICS=ON
   COMMAND_ERROR_IS_FATAL ANY)
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY_DIR} COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${PREFIX}
   COMMAND_ERROR_IS_FATAL ANY)
