@@ -1,6 +1,7 @@
 // bench/concurrent_pool_bench.cpp: memkit::concurrent_pool shared by 1 and 2 threads, against the
-// thread-safe fixed-size alternatives: memkit::synchronized<pool> (a std::mutex around each call),
-// std::pmr::synchronized_pool_resource, boost::singleton_pool and malloc.
+// thread-safe fixed-size alternatives: memkit::synchronized<pool> (a std::mutex or a
+// memkit::spin_mutex around each call), std::pmr::synchronized_pool_resource,
+// boost::singleton_pool and malloc.
 //
 // `BM_<variant>_AllocFree/threads:N`: the AllocFree pattern of patterns.hpp (allocate live_blocks
 // blocks, write a byte into each, free them newest first) run by N threads at once on one shared
@@ -17,6 +18,7 @@
 
 #include <memkit/concurrent_pool.hpp>
 #include <memkit/pool.hpp>
+#include <memkit/spin_mutex.hpp>
 #include <memkit/synchronized.hpp>
 
 #include "patterns.hpp"
@@ -31,6 +33,11 @@ struct concurrent_pool_policy : resource_policy<concurrent_pool<>> {
 /// Every call to a memkit::pool under one std::mutex: the baseline a lock-free pool must beat.
 struct synchronized_pool_policy : resource_policy<synchronized<pool<>>> {
   synchronized_pool_policy() : resource_policy(block_size, block_alignment) {}
+};
+
+/// The same behind memkit's spin lock (docs/threads.md, "Which mutex").
+struct synchronized_pool_spin_policy : resource_policy<synchronized<pool<>, spin_mutex>> {
+  synchronized_pool_spin_policy() : resource_policy(block_size, block_alignment) {}
 };
 
 class pmr_sync_pool_policy {
@@ -100,6 +107,7 @@ void register_shared(const char* variant) {
 const bool registered = [] {
   register_shared<concurrent_pool_policy>("ConcurrentPool");
   register_shared<synchronized_pool_policy>("SynchronizedPool");
+  register_shared<synchronized_pool_spin_policy>("SynchronizedPoolSpin");
   register_shared<pmr_sync_pool_policy>("PmrSyncPool");
   register_shared<boost_singleton_pool_policy>("BoostSingletonPool");
   register_shared<malloc_policy>("Malloc");

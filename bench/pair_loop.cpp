@@ -12,12 +12,16 @@
 #include <memkit/aligned.hpp>
 #include <memkit/arena.hpp>
 #include <memkit/array_pool.hpp>
+#include <memkit/concurrent_pool.hpp>
 #include <memkit/fallback.hpp>
 #include <memkit/fixed_pool.hpp>
 #include <memkit/multipool.hpp>
 #include <memkit/node_pool.hpp>
 #include <memkit/pool.hpp>
+#include <memkit/spin_mutex.hpp>
 #include <memkit/stack.hpp>
+#include <memkit/synchronized.hpp>
+#include <memkit/thread_cached.hpp>
 
 #include <cstdio>
 #include <cstring>
@@ -105,6 +109,37 @@ __attribute__((noinline)) void loop_aligned() {
   lifo(r, 32, 16);
 }
 
+// The thread-safe ones, called by one thread: the uncontended cost of each way to share a pool
+// (docs/threads.md, "Which mutex").
+__attribute__((noinline)) void loop_synchronized_pool() {
+  memkit::synchronized<memkit::pool<>> r(32, 16);
+  lifo(r, 32, 16);
+}
+__attribute__((noinline)) void loop_synchronized_pool_spin() {
+  memkit::synchronized<memkit::pool<>, memkit::spin_mutex> r(32, 16);
+  lifo(r, 32, 16);
+}
+__attribute__((noinline)) void loop_concurrent_pool() {
+  memkit::concurrent_pool<> r(32, 16);
+  lifo(r, 32, 16);
+}
+__attribute__((noinline)) void loop_synchronized_multipool() {
+  memkit::synchronized<memkit::multipool<>> r;
+  lifo(r, 32, 16);
+}
+__attribute__((noinline)) void loop_synchronized_multipool_spin() {
+  memkit::synchronized<memkit::multipool<>, memkit::spin_mutex> r;
+  lifo(r, 32, 16);
+}
+__attribute__((noinline)) void loop_thread_cached() {
+  memkit::thread_cached<> r;
+  lifo(r, 32, 16);
+}
+__attribute__((noinline)) void loop_thread_cached_pool() {
+  memkit::thread_cached_pool<> r(32, 16);
+  lifo(r, 32, 16);
+}
+
 int main(int argc, char** argv) {
   const struct {
     const char* name;
@@ -119,7 +154,14 @@ int main(int argc, char** argv) {
                {"arena", loop_arena},
                {"stack", loop_stack},
                {"fallback", loop_fallback},
-               {"aligned", loop_aligned}};
+               {"aligned", loop_aligned},
+               {"synchronized_pool", loop_synchronized_pool},
+               {"synchronized_pool_spin", loop_synchronized_pool_spin},
+               {"concurrent_pool", loop_concurrent_pool},
+               {"synchronized_multipool", loop_synchronized_multipool},
+               {"synchronized_multipool_spin", loop_synchronized_multipool_spin},
+               {"thread_cached", loop_thread_cached},
+               {"thread_cached_pool", loop_thread_cached_pool}};
   const char* which = argc > 1 ? argv[1] : "";
   bool ran = false;
   for (const auto& l : loops) {

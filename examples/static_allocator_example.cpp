@@ -35,7 +35,7 @@ int main() {
       }
     }
   });
-  // The default tag is shared by every thread and locks around its multipool.
+  // The default tag is shared by every thread, through per-thread caches (thread_cached<>).
   std::map<int, int, std::less<>, memkit::static_allocator<std::pair<const int, int>>> settings;
   for (int i = 0; i < 100; ++i) {
     settings.emplace(i, i * i);

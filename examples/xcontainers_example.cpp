@@ -1,7 +1,7 @@
 // An embedded logger's word count with x-containers (docs/background.md#x-containers): every
-// string, stream buffer, map node and list node comes from one process-wide multipool
-// (static_allocator), never straight from the general-purpose heap, and the types are plain std
-// containers.
+// string, stream buffer, map node and list node comes from one process-wide thread-caching
+// resource (static_allocator's default: size classes in 64 KiB chunks), never straight from the
+// general-purpose heap, and the types are plain std containers.
 #include <cstdio>
 #include <memkit/xcontainers.hpp>
 

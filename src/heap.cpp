@@ -360,6 +360,7 @@ global_heap* make_heap() noexcept {
     // The first call of all. getenv allocates nothing.
     the_mode = parse_options(std::getenv("MEMKIT_OPTIONS"));
     auto* h = ::new (heap_storage) global_heap;
+    h->on_detach([]() noexcept { my_thread_heap = nullptr; });
     the_heap.store(h, std::memory_order_release);
     if (the_mode == mode_fast) {
       the_fast_heap.store(h, std::memory_order_release);
@@ -382,6 +383,8 @@ void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
   }
   void* p = (the_mode & mode_debug) != 0 ? debug_allocate(*h, bytes, alignment)
                                          : h->allocate_any(bytes, alignment);
+  // The engine has bound a heap to this thread now, unless its exit began.
+  my_thread_heap = h->current_heap();
   if (p != nullptr && (the_mode & mode_stats) != 0) {
     count_allocation(usable_size_of(p));
   }
@@ -406,6 +409,9 @@ void free_slow(void* p) noexcept {
   } else {
     h->free_found(p, c);
   }
+  if (--frees_until_tick == 0) {
+    tick_slow(*h);
+  }
 }
 
 void free_sized_slow(void* p, std::size_t bytes) noexcept {
@@ -424,6 +430,16 @@ std::size_t trim() noexcept {
     return 0;
   }
   return h->trim();
+}
+
+void free_unbound(global_heap& h, void* p, detail::tc_chunk* c) noexcept {
+  h.free_found(p, c);
+  my_thread_heap = h.current_heap();
+}
+
+void tick_slow(global_heap& h) noexcept {
+  frees_until_tick = frees_per_tick;
+  h.tick();
 }
 
 void free_foreign(void* p) noexcept {

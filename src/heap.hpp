@@ -20,6 +20,21 @@ inline constexpr std::size_t malloc_alignment = 16;
 /// Its sizeless free finds a block's header through the chunk map, which also tells a pointer the
 /// replacement never handed out from one of its own without reading memory at the pointer.
 class global_heap final : public thread_cached<os_upstream> {
+  // Requests up to 1 KiB, most of a program's, find their class in a table by 16-byte step
+  // rather than by class_index's bit scan: a load instead of eight instructions.
+  static constexpr std::size_t direct_limit = 1024;
+  struct class_table {
+    std::uint8_t of[direct_limit / 16 + 1];
+  };
+  static constexpr class_table direct_class_table = [] {
+    class_table t{};
+    for (std::size_t step = 1; step <= direct_limit / 16; ++step) {
+      t.of[step] = static_cast<std::uint8_t>(detail::class_index(step * 16));
+    }
+    return t;
+  }();
+  static constexpr const std::uint8_t* direct_class = direct_class_table.of;
+
 public:
   global_heap() noexcept;
 
@@ -33,6 +48,47 @@ public:
 
   /// Frees the block at `p`, whose header is `c` (find).
   void free_found(void* p, detail::tc_chunk* c) noexcept { engine_.deallocate_in(p, c, usable(c)); }
+
+  using thread_heap = typename engine::heap;
+
+  /// \returns the calling thread's heap, or null (none yet, or its exit began).
+  thread_heap* current_heap() const noexcept { return engine_.current_heap(); }
+
+  /// \returns a block of 1 to tc_max_class_size `bytes` from `t`, the calling thread's heap
+  /// (current_heap()), or null. The fast path of malloc.
+  MEMKIT_ALWAYS_INLINE void* allocate_small(thread_heap* t, std::size_t bytes) noexcept {
+    const std::size_t cls =
+        bytes <= direct_limit ? direct_class[(bytes + 15) >> 4] : detail::class_index(bytes);
+    return engine_.allocate_class_in(t, cls, bytes);
+  }
+
+  /// free_found with `t`, the calling thread's heap (current_heap()).
+  MEMKIT_ALWAYS_INLINE void free_from(void* p, detail::tc_chunk* c, thread_heap* t) noexcept {
+    engine_.deallocate_from(p, c, t, usable(c));
+  }
+
+  /// \effects calls `f` on each exiting thread before its heap is given up.
+  void on_detach(void (*f)() noexcept) noexcept { engine_.on_detach(f); }
+
+  /// \returns whether the block at `p`, whose header is `c` (find), now holds `bytes` where it
+  /// is: when they fit its class, or its region's mapped size for a large block (whose usable
+  /// size becomes `bytes`), and fill at least half of it (a block shrunk further moves, so its
+  /// memory is not held).
+  bool resize_in_place(void* p, detail::tc_chunk* c, std::size_t bytes) noexcept {
+    if (c->cls != detail::tc_large_class) {
+      return bytes <= c->block_size && bytes >= c->block_size / 2;
+    }
+    if (p != c->blocks) {
+      return false;
+    }
+    const auto offset = static_cast<std::size_t>(c->blocks - reinterpret_cast<char*>(c));
+    const std::size_t room = os_upstream::region_size(c->bytes) - offset;
+    if (bytes > room || bytes < room / 2) {
+      return false;
+    }
+    c->size = bytes; // the region stays as mapped: c->bytes still names it
+    return true;
+  }
 
   /// \returns a block of `bytes` aligned to `alignment`, any power of two (above a page the block
   /// gets a region of its own, its header found only through the map), or null.
@@ -50,6 +106,9 @@ public:
   /// \effects gives back to the OS every wholly free chunk's pages and every kept region.
   /// \returns the bytes given back.
   std::size_t trim() noexcept { return engine_.trim(); }
+
+  /// \effects gives back what has waited for the delay (os_upstream::delay_ms).
+  void tick() noexcept { engine_.tick(); }
 
   /// Takes every lock of the heap (fork, and reading the upstream's counters); unlock_all frees
   /// them.
@@ -91,19 +150,45 @@ MEMKIT_ALWAYS_INLINE global_heap* fast_heap() noexcept {
   return the_fast_heap.load(std::memory_order_acquire);
 }
 
+/// The calling thread's heap of the_heap, kept here so the fast paths find it in one load of
+/// initial-exec TLS rather than through the thread registry's binding table: set by the slow path
+/// once the engine bound one, dropped by the engine's detach listener when the thread exits.
+/// `inline` and constant-initialized, so no TLS wrapper call guards it.
+inline thread_local global_heap::thread_heap* my_thread_heap = nullptr;
+
 /// \returns a block of `bytes` (1 if 0) aligned to `alignment` (a power of two), or null.
 MEMKIT_ALWAYS_INLINE void* allocate(std::size_t bytes, std::size_t alignment) noexcept {
-  if (global_heap* h = fast_heap(); MEMKIT_LIKELY(h != nullptr && alignment <= page_size)) {
-    return h->try_allocate(bytes, alignment);
+  global_heap* h = fast_heap();
+  global_heap::thread_heap* t = my_thread_heap;
+  if (MEMKIT_LIKELY(h != nullptr && t != nullptr && alignment <= malloc_alignment &&
+                    bytes - 1 < detail::tc_max_class_size)) {
+    return h->allocate_small(t, bytes);
   }
   return allocate_slow(bytes, alignment);
 }
+
+/// Frees a thread makes between two visits to the depot (global_heap::tick): a program whose
+/// threads free a peak and then run on their caches alone still sees its memory go back to the
+/// OS, after the delay and at most this many frees.
+inline constexpr unsigned frees_per_tick = 1024;
+inline thread_local unsigned frees_until_tick = frees_per_tick;
+void tick_slow(global_heap& h) noexcept;
+/// Frees `p` (header `c`) on a thread whose heap is not in my_thread_heap yet (a thread that
+/// only frees): through the engine, which binds one, then keeps that heap there.
+void free_unbound(global_heap& h, void* p, detail::tc_chunk* c) noexcept;
 
 /// Frees `p` whatever handed it out (memkit or, before memkit took over, glibc); null is a no-op.
 MEMKIT_ALWAYS_INLINE void free(void* p) noexcept {
   if (global_heap* h = fast_heap(); MEMKIT_LIKELY(h != nullptr)) {
     if (detail::tc_chunk* c = h->find(p); MEMKIT_LIKELY(c != nullptr)) {
-      h->free_found(p, c);
+      if (global_heap::thread_heap* t = my_thread_heap; MEMKIT_LIKELY(t != nullptr)) {
+        h->free_from(p, c, t);
+      } else {
+        free_unbound(*h, p, c);
+      }
+      if (MEMKIT_UNLIKELY(--frees_until_tick == 0)) {
+        tick_slow(*h);
+      }
       return;
     }
     if (p != nullptr) {

@@ -89,14 +89,14 @@ MEMKIT_EXPORT void* realloc(void* p, std::size_t bytes) noexcept {
     return nullptr;
   }
   mr::global_heap* h = mr::the_heap.load(std::memory_order_acquire);
-  if (h == nullptr || h->find(p) == nullptr) {
+  memkit::detail::tc_chunk* c = h != nullptr ? h->find(p) : nullptr;
+  if (c == nullptr) {
     return __libc_realloc(p, bytes); // glibc's block stays glibc's
   }
-  const std::size_t usable = mr::usable_size_of(p);
-  // In place while the block holds the request and would not waste more than half of itself.
-  if (mr::the_mode == 0 && bytes <= usable && bytes >= usable / 2) {
+  if (mr::the_mode == 0 && h->resize_in_place(p, c, bytes)) {
     return p;
   }
+  const std::size_t usable = mr::usable_size_of(p);
   void* q = mr::allocate_or_enomem(bytes, mr::malloc_alignment);
   if (q != nullptr) {
     std::memcpy(q, p, bytes < usable ? bytes : usable);

@@ -5,13 +5,13 @@
 #include <cstdint>
 #include <cstring>
 #include <gtest/gtest.h>
-#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
+#include "support/locked_spy.hpp"
 #include "support/spy_resource.hpp"
 #include "support/stress.hpp"
 
@@ -20,38 +20,7 @@ namespace {
 using memkit::test::misuse_recorder;
 using memkit::test::spy_resource;
 
-/// A spy_resource behind a mutex, so that an upstream shared by threads is checked as strictly as
-/// one used by a single thread. Read `spy()` only when the threads are done.
-class locked_spy {
-public:
-  explicit locked_spy(std::size_t budget = memkit::unbounded_size) : spy_(budget) {}
-
-  const char* name() const noexcept { return spy_.name(); }
-  std::size_t max_size() const noexcept { return spy_.max_size(); }
-  std::size_t max_alignment() const noexcept { return spy_.max_alignment(); }
-  void* allocate(std::size_t bytes, std::size_t alignment) {
-    return memkit::detail::allocate_or_throw(*this, bytes, alignment);
-  }
-  void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
-    const std::lock_guard<std::mutex> lock(m_);
-    return spy_.try_allocate(bytes, alignment);
-  }
-  void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept {
-    const std::lock_guard<std::mutex> lock(m_);
-    spy_.deallocate(p, bytes, alignment);
-  }
-  void set_budget(std::size_t budget) noexcept {
-    const std::lock_guard<std::mutex> lock(m_);
-    spy_.set_budget(budget);
-  }
-
-  spy_resource& spy() noexcept { return spy_; }
-
-private:
-  std::mutex m_;
-  spy_resource spy_;
-};
-
+using memkit::test::locked_spy;
 using spy_ref = memkit::resource_ref<locked_spy>;
 using spy_pool = memkit::concurrent_pool<spy_ref>;
 

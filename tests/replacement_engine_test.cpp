@@ -174,6 +174,21 @@ TEST(ReplacementEngine, ShortLivedThreadsReuseHeapsAndTheirBlocksFreeLater) {
   EXPECT_LE(stats_field("heaps"), 12u);
 }
 
+TEST(ReplacementEngine, AThreadThatOnlyFreesBindsOneHeap) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < 20000; ++i) {
+    blocks.push_back(mr::allocate(64, 16));
+  }
+  const std::size_t heaps = stats_field("heaps");
+  std::thread consumer([&] {
+    for (void* p : blocks) {
+      mr::free(p); // every free remote, and this thread never allocates
+    }
+  });
+  consumer.join();
+  EXPECT_LE(stats_field("heaps"), heaps + 1);
+}
+
 TEST(ReplacementEngine, TrimGivesFreedChunksBackToTheOs) {
   if (debug_run()) {
     GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
@@ -201,6 +216,31 @@ TEST(ReplacementEngine, LargeRegionsAreUnmappedOrKeptWithinTheCacheBound) {
   EXPECT_GE(stats_field("mapped_bytes"), before + (std::size_t{64} << 20));
   mr::free(big);
   EXPECT_LE(stats_field("mapped_bytes"), before + mr::os_upstream::cache_bytes_limit);
+}
+
+TEST(ReplacementEngine, BlocksResizeInPlaceWithinTheirClassOrRegion) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug blocks always move (realloc): the engine's block sits behind a guard";
+  }
+  mr::global_heap* h = mr::the_heap.load();
+  ASSERT_NE(h, nullptr);
+  void* small = mr::allocate(100, 16);
+  memkit::detail::tc_chunk* c = h->find(small);
+  EXPECT_TRUE(h->resize_in_place(small, c, mr::usable_size_of(small)));
+  EXPECT_FALSE(h->resize_in_place(small, c, mr::usable_size_of(small) + 1));
+  EXPECT_FALSE(h->resize_in_place(small, c, 10)) << "shrunk below half: moves";
+  mr::free(small);
+  auto* big = static_cast<unsigned char*>(mr::allocate(100000, 16));
+  stamp(big, 100000, 7);
+  c = h->find(big);
+  ASSERT_TRUE(h->resize_in_place(big, c, 101000)) << "the region's page and grid slack";
+  EXPECT_EQ(mr::usable_size_of(big), 101000u);
+  stamp(big + 100000, 1000, 7);
+  EXPECT_TRUE(stamped(big, 101000, 7));
+  EXPECT_FALSE(h->resize_in_place(big, c, 200000)) << "beyond the region";
+  EXPECT_FALSE(h->resize_in_place(big, c, 20000)) << "below half of it";
+  EXPECT_FALSE(h->resize_in_place(big + 16, c, 101000)) << "not the block's start";
+  mr::free(big);
 }
 
 TEST(ReplacementEngine, RegionSizesStayWithinAnEighthOfTheRequest) {

@@ -7,26 +7,8 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 
 namespace {
-
-/// malloc behind a mutex: a correct thread-safe resource.
-class locked_malloc {
-public:
-  void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
-    const std::lock_guard<std::mutex> lock(m_);
-    return heap_.try_allocate(bytes, alignment);
-  }
-  void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept {
-    const std::lock_guard<std::mutex> lock(m_);
-    heap_.deallocate(p, bytes, alignment);
-  }
-
-private:
-  std::mutex m_;
-  memkit::malloc_resource heap_;
-};
 
 /// Hands out blocks that overlap their predecessor by half: the defect a content check must see.
 class overlapping {
@@ -48,7 +30,7 @@ private:
 };
 
 TEST(Stress, ACorrectResourceKeepsEveryStampAndGetsEveryBlockBack) {
-  locked_malloc r;
+  memkit::malloc_resource r; // a correct thread-safe resource
   memkit::test::stress_options o;
   o.threads = 4;
   o.operations = 5'000;

@@ -15,6 +15,7 @@
 #include "memkit/multipool.hpp"
 #include "memkit/node_pool.hpp"
 #include "memkit/pool.hpp"
+#include "memkit/spin_mutex.hpp"
 #include "memkit/upstream.hpp"
 #include "support/spy_resource.hpp"
 
@@ -215,6 +216,17 @@ TEST(Synchronized, StressedPoolKeepsEveryBlockToItsOwner) {
   {
     synchronized<memkit::pool<spy_ref>> r(48, 8, spy_ref(spy));
     stress(r, 48, 20261122);
+    EXPECT_EQ(r.in_use(), 0u);
+  }
+  EXPECT_EQ(spy.blocks_in_use(), 0u);
+  EXPECT_TRUE(spy.errors().empty());
+}
+
+TEST(Synchronized, StressedPoolBehindASpinMutexKeepsEveryBlockToItsOwner) {
+  memkit::test::spy_resource spy;
+  {
+    synchronized<memkit::pool<spy_ref>, memkit::spin_mutex> r(48, 8, spy_ref(spy));
+    stress(r, 48, 20261124);
     EXPECT_EQ(r.in_use(), 0u);
   }
   EXPECT_EQ(spy.blocks_in_use(), 0u);

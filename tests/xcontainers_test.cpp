@@ -93,7 +93,7 @@ TEST(XContainers, StringsAndStringStreamsAllocateFromTheirTag) {
   });
 }
 
-TEST(XContainers, DefaultAliasesWorkOnTheProcessWideMultipool) {
+TEST(XContainers, DefaultAliasesWorkOnTheProcessWideDefaultResource) {
   memkit::xstring s = "hello, ";
   s += memkit::xstring(50, '!');
   memkit::xstringstream ss;

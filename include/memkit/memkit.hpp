@@ -28,6 +28,7 @@
 #include "stack.hpp"
 
 // Decorators: statistics and thread safety around any resource.
+#include "spin_mutex.hpp"
 #include "stats.hpp"
 #include "synchronized.hpp"
 #include "thread_cached.hpp"

@@ -10,14 +10,16 @@
 #include "detail/singleton.hpp"
 #include "multipool.hpp"
 #include "resource.hpp"
-#include "synchronized.hpp"
+#include "thread_cached.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
 
-/// The default tag: one process-wide `multipool<>` behind a mutex, so containers that use it may
-/// live on, move between and be destroyed on any thread. The lock costs an uncontended
-/// lock/unlock pair per allocation; tags that need no lock are below.
+/// The default tag: one process-wide `thread_cached<>` (per-thread caches over multipool's size
+/// classes, thread_cached.hpp), so containers that use it may live on, move between and be
+/// destroyed on any thread, and threads that allocate at once do not wait for each other. It
+/// replaced `synchronized<multipool<>>` when measured faster both alone and under contention
+/// (docs/threads.md, "The x-containers' default", which also lists what changed with it).
 struct default_tag {};
 
 /// One process-wide `multipool<>` with no lock: only for programs in which every container of this
@@ -25,7 +27,7 @@ struct default_tag {};
 struct unsynchronized_tag {};
 
 /// Which resource `static_allocator<T, Tag>` draws from. Every tag gets its own process-wide
-/// `multipool<>` behind a mutex unless this is specialized for it:
+/// `thread_cached<>` unless this is specialized for it:
 /// \code
 ///   struct audio_tag {};
 ///   template <> struct memkit::static_resource_traits<audio_tag> {
@@ -38,7 +40,7 @@ struct unsynchronized_tag {};
 /// outlive every container of the tag (the helper below never destroys it).
 template <class Tag>
 struct static_resource_traits {
-  using resource_type = synchronized<multipool<>>;
+  using resource_type = thread_cached<>;
   static resource_type& get() noexcept { return detail::immortal<resource_type, Tag>(); }
 };
 

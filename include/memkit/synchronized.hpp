@@ -47,7 +47,8 @@ struct no_lock {
 /// taken and no mutex is stored. `synchronized<R>` is itself thread-safe, so a decorator or a
 /// second `synchronized` over it adds no lock.
 ///
-/// `Mutex` needs `lock()` and `unlock()` (std::mutex, std::shared_mutex, a spin lock). The
+/// `Mutex` needs `lock()` and `unlock()`: std::mutex, or memkit::spin_mutex (spin_mutex.hpp) for a
+/// strategy whose calls are short; docs/threads.md ("Which mutex") has both measured. The
 /// `Resource` is built in place from the constructor's arguments; `synchronized<resource_ref<R>>`
 /// locks calls to a resource that lives elsewhere, provided every thread goes through it.
 template <class Resource, class Mutex = std::mutex>

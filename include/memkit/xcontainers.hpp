@@ -1,6 +1,6 @@
 // memkit/xcontainers.hpp: "x" containers (docs/background.md#x-containers): the standard
-// containers, strings and string streams with `static_allocator` (a process-wide multipool per
-// tag) as their default allocator.
+// containers, strings and string streams with `static_allocator` (a process-wide thread-caching
+// resource per tag) as their default allocator.
 #pragma once
 
 #include <deque>
@@ -39,8 +39,9 @@ using xdeque = std::deque<T, static_allocator<T, Tag>>;
 template <class T, class Tag = default_tag>
 using xqueue = std::queue<T, xdeque<T, Tag>>;
 
-/// The originals left xvector out for fear of growth misuse; a multipool sends blocks above its
-/// largest size class to its upstream, so a growing vector is served like any other request.
+/// The originals left xvector out for fear of growth misuse; the default resource serves blocks
+/// above its largest size class from regions of their own, so a growing vector is served like any
+/// other request.
 template <class T, class Tag = default_tag>
 using xvector = std::vector<T, static_allocator<T, Tag>>;
 

@@ -67,6 +67,8 @@ public:
     const std::lock_guard<std::mutex> lock(m_);
     spy_.set_budget(budget);
   }
+  /// The spy itself, without the lock: for its other counters once no other thread uses it.
+  const spy_resource& spy() const noexcept { return spy_; }
 
 private:
   mutable std::mutex m_;

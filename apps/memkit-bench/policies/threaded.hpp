@@ -6,6 +6,7 @@
 #include <memkit/concurrent_pool.hpp>
 #include <memkit/multipool.hpp>
 #include <memkit/pool.hpp>
+#include <memkit/spin_mutex.hpp>
 #include <memkit/synchronized.hpp>
 #include <memkit/thread_cached.hpp>
 
@@ -17,6 +18,10 @@
 #include <cstddef>
 #include <mutex>
 #include <new>
+
+#if defined(__GLIBC__)
+#include <pthread.h>
+#endif
 
 #if defined(MEMKIT_BENCH_TBB)
 #include <tbb/scalable_allocator.h>
@@ -36,10 +41,54 @@ struct synchronized_pool_policy : memkit_policy<memkit::synchronized<memkit::poo
   static constexpr const char* name = "memkit-sync-pool";
   explicit synchronized_pool_policy(const hint& h) : memkit_policy(h.block_size) {}
 };
+/// The same pool behind memkit's spin lock instead of std::mutex (docs/threads.md, "Which mutex").
+struct synchronized_pool_spin_policy
+    : memkit_policy<memkit::synchronized<memkit::pool<>, memkit::spin_mutex>> {
+  static constexpr const char* name = "memkit-sync-pool-spin";
+  explicit synchronized_pool_spin_policy(const hint& h) : memkit_policy(h.block_size) {}
+};
 struct synchronized_multipool_policy : memkit_policy<memkit::synchronized<memkit::multipool<>>> {
   static constexpr const char* name = "memkit-sync-multipool";
   explicit synchronized_multipool_policy(const hint&) {}
 };
+struct synchronized_multipool_spin_policy
+    : memkit_policy<memkit::synchronized<memkit::multipool<>, memkit::spin_mutex>> {
+  static constexpr const char* name = "memkit-sync-multipool-spin";
+  explicit synchronized_multipool_spin_policy(const hint&) {}
+};
+
+#if defined(__GLIBC__)
+/// glibc's adaptive mutex (PTHREAD_MUTEX_ADAPTIVE_NP): spins a bounded, self-tuning number of
+/// times in user space before it sleeps in the kernel, as std::mutex (a plain pthread mutex)
+/// does at once. A third choice for `synchronized`, measured beside the other two.
+class pthread_adaptive_mutex {
+public:
+  pthread_adaptive_mutex() noexcept {
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&m_, &a);
+    pthread_mutexattr_destroy(&a);
+  }
+  pthread_adaptive_mutex(const pthread_adaptive_mutex&) = delete;
+  pthread_adaptive_mutex& operator=(const pthread_adaptive_mutex&) = delete;
+  ~pthread_adaptive_mutex() { pthread_mutex_destroy(&m_); }
+  void lock() noexcept { pthread_mutex_lock(&m_); }
+  void unlock() noexcept { pthread_mutex_unlock(&m_); }
+
+private:
+  pthread_mutex_t m_;
+};
+struct synchronized_pool_adaptive_policy
+    : memkit_policy<memkit::synchronized<memkit::pool<>, pthread_adaptive_mutex>> {
+  static constexpr const char* name = "memkit-sync-pool-adaptive";
+  explicit synchronized_pool_adaptive_policy(const hint& h) : memkit_policy(h.block_size) {}
+};
+/// The mutex variants beyond std::mutex's: none where the C library is not glibc.
+using adaptive_mutex_policies = policy_list<synchronized_pool_adaptive_policy>;
+#else
+using adaptive_mutex_policies = policy_list<>;
+#endif
 struct concurrent_pool_policy : memkit_policy<memkit::concurrent_pool<>> {
   static constexpr const char* name = "memkit-concurrent-pool";
   explicit concurrent_pool_policy(const hint& h) : memkit_policy(h.block_size) {}

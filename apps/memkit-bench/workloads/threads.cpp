@@ -206,15 +206,17 @@ void add_threads(registry& r, const params& p) {
         {threaded_name("mt-local", n), "operations", static_cast<double>(n * ops), 10,
          threads + ", each replacing a random one of its 256 live blocks " + std::to_string(ops) +
              " times with a block of 16-512 bytes"});
-    r.add<std_policy, synchronized_multipool_policy, thread_cached_policy, pmr_sync_pool_policy>(
-        mixed, {}, local(n, ops, 0));
+    r.add<std_policy, synchronized_multipool_policy, synchronized_multipool_spin_policy,
+          thread_cached_policy, pmr_sync_pool_policy>(mixed, {}, local(n, ops, 0));
     r.add(tbb_policies{}, mixed, {}, local(n, ops, 0));
     const workload& same = r.add_workload(
         {threaded_name("mt-local-fixed", n), "operations", static_cast<double>(n * ops), 10,
          "mt-local with every block " + std::to_string(threaded_block_size) + " bytes"});
-    r.add<std_policy, synchronized_pool_policy, concurrent_pool_policy, thread_cached_pool_policy,
-          pmr_sync_pool_policy, boost_singleton_pool_policy, foonathan_thread_safe_pool_policy>(
+    r.add<std_policy, synchronized_pool_policy, synchronized_pool_spin_policy,
+          concurrent_pool_policy, thread_cached_pool_policy, pmr_sync_pool_policy,
+          boost_singleton_pool_policy, foonathan_thread_safe_pool_policy>(
         same, fixed, local(n, ops, threaded_block_size));
+    r.add(adaptive_mutex_policies{}, same, fixed, local(n, ops, threaded_block_size));
     r.add(tbb_policies{}, same, fixed, local(n, ops, threaded_block_size));
     if (n >= 2) { // a producer and a consumer need two threads
       const workload& pc = r.add_workload(

@@ -76,7 +76,12 @@ public:
 
   /// The allocation fast path: pop the current chunk's free list of the calling thread's heap.
   MEMKIT_ALWAYS_INLINE void* allocate_class(std::size_t cls, std::size_t bytes) noexcept {
-    heap* h = my_heap();
+    return allocate_class_in(my_heap(), cls, bytes);
+  }
+
+  /// allocate_class with the calling thread's heap already found (current_heap(), or null).
+  MEMKIT_ALWAYS_INLINE void* allocate_class_in(heap* h, std::size_t cls,
+                                               std::size_t bytes) noexcept {
     if (MEMKIT_LIKELY(h != nullptr)) {
       tc_chunk* c = h->bins[cls].current;
       if (MEMKIT_LIKELY(!c->free.empty())) {
@@ -101,7 +106,14 @@ public:
 
   /// deallocate_block with the header of `p`'s chunk or large region already found (`find`).
   MEMKIT_ALWAYS_INLINE void deallocate_in(void* p, tc_chunk* c, std::size_t bytes) noexcept {
-    heap* h = my_heap();
+    deallocate_from(p, c, my_heap(), bytes);
+  }
+
+  /// deallocate_in with the calling thread's heap already found: `h` is current_heap(). Null only
+  /// when none is bound: the call then binds one, which the caller must use from then on (a null
+  /// passed again would bind yet another heap).
+  MEMKIT_ALWAYS_INLINE void deallocate_from(void* p, tc_chunk* c, heap* h,
+                                            std::size_t bytes) noexcept {
     if (MEMKIT_LIKELY(h != nullptr && c->owner == h)) {
       h->counters.on_deallocate(bytes);
       c->free.push(p, c->block_size);
@@ -191,6 +203,14 @@ public:
                         static_cast<std::size_t>(c->blocks - reinterpret_cast<const char*>(c)));
   }
 
+  /// \returns the calling thread's heap, or null (none bound yet, or its exit began).
+  heap* current_heap() const noexcept { return my_heap(); }
+
+  /// Called on a thread that is exiting, before its heap is given up: for a caller that keeps its
+  /// own per-thread pointer to the heap (the malloc replacement's), which must drop it then.
+  using detach_listener = void (*)() noexcept;
+  void on_detach(detach_listener f) noexcept { detach_listener_ = f; }
+
   /// \returns the header of the chunk or large region holding `p`, or null if `p` lies in no
   /// memory of this resource. Lock-free, any thread; reads no memory at `p`.
   tc_chunk* find(const void* p) const noexcept { return depot_.find(p); }
@@ -213,6 +233,15 @@ public:
   std::size_t trim() noexcept {
     const std::lock_guard<std::mutex> lock(depot_.mutex());
     return depot_.purge(os::now_ms(), true);
+  }
+
+  /// \effects gives back what has waited long enough (tc_depot::tick), as any visit to the depot
+  /// does: for a caller whose threads run on their caches alone for a long time.
+  void tick() noexcept {
+    if constexpr (tc_depot<Upstream, heap>::decommits) {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      depot_.tick();
+    }
   }
 
   /// \returns the bytes usable at `p`: its class size, or a large block's requested size.
@@ -365,7 +394,7 @@ private:
   }
 
   // A block was freed to `c`, owned by `h`, which either emptied it or found it full.
-  void settle(heap& h, tc_chunk* c, bool locked) noexcept {
+  MEMKIT_NOINLINE void settle(heap& h, tc_chunk* c, bool locked) noexcept {
     MEMKIT_ASSERT_INTERNAL(c->used <= c->capacity);
     if (c->used == 0) {
       MEMKIT_ASSERT_INTERNAL(c != h.bins[c->cls].current);
@@ -547,6 +576,9 @@ private:
   // give the wholly free chunks to the depot. The chunks still holding live blocks stay with the
   // heap, which waits on the abandoned list for a new thread to adopt it, remote queue included.
   void detach(heap& h) noexcept {
+    if (detach_listener_ != nullptr) {
+      detach_listener_();
+    }
     flush_outgoing(h);
     drain(h, false);
     const std::lock_guard<std::mutex> lock(depot_.mutex());
@@ -601,6 +633,7 @@ private:
   tc_counters orphan_; ///< frees by threads without a heap (under shared_mutex_)
   std::atomic<std::size_t> failures_{0};
   std::atomic<std::size_t> fallbacks_{0};
+  detach_listener detach_listener_ = nullptr;
 };
 
 } // namespace detail

@@ -208,7 +208,9 @@ int main(int argc, char** argv) {
   // returns a chunk or allocates or frees a large block, not from small blocks it caches).
   while (std::chrono::duration<double>(clock::now() - freed_at).count() < o.release_seconds) {
     for (int i = 0; i < 100; ++i) {
-      std::free(std::malloc(64 + static_cast<std::size_t>(i)));
+      // Through a volatile pointer: the compiler may drop a malloc whose block is only freed.
+      void* volatile p = std::malloc(64 + static_cast<std::size_t>(i));
+      std::free(p);
     }
     std::free(std::malloc(mib));
     after = resident_bytes();
