@@ -37,6 +37,7 @@ namespace {
 expected_allocator expected_ = expected_allocator::glibc;
 int failures_ = 0;
 int (*memkit_owns_)(const void*) = nullptr;
+std::size_t (*memkit_stats_json_)(char*, std::size_t) = nullptr;
 
 std::vector<test_case>& cases() {
   static std::vector<test_case> c;
@@ -58,14 +59,21 @@ std::string defining_object(const char* symbol) {
   return info.dli_fname;
 }
 
-/// \returns whether the process talks to the expected malloc, printing what it found.
-bool verify_allocator() {
+/// Finds memkit's own entry points (include/memkit/replacement.h), where it is loaded or linked.
+void look_up_memkit() {
 #ifdef MEMKIT_CONTRACT_NEW_DELETE
   // Linked statically: an executable's symbols are not visible to dlsym.
   memkit_owns_ = &memkit_owns;
+  memkit_stats_json_ = &memkit_stats_json;
 #else
   memkit_owns_ = reinterpret_cast<int (*)(const void*)>(dlsym(RTLD_DEFAULT, "memkit_owns"));
+  memkit_stats_json_ = reinterpret_cast<std::size_t (*)(char*, std::size_t)>(
+      dlsym(RTLD_DEFAULT, "memkit_stats_json"));
 #endif
+}
+
+/// \returns whether the process talks to the expected malloc, printing what it found.
+bool verify_allocator() {
   const std::string malloc_from = defining_object("malloc");
   std::printf("malloc is defined in %s; memkit_owns is %s\n", malloc_from.c_str(),
               memkit_owns_ == nullptr ? "not defined" : "defined");
@@ -144,7 +152,7 @@ bool part_of_run(case_kind kind) {
   case expected_allocator::glibc:
     return kind == case_kind::c_api || kind == case_kind::cxx_api;
   case expected_allocator::new_delete:
-    return kind == case_kind::cxx_api || kind == case_kind::cxx_beyond_glibc;
+    return kind == case_kind::cxx_api || kind == case_kind::memkit_api;
   case expected_allocator::memkit:
     return true;
   }
@@ -164,6 +172,10 @@ bool check(bool ok, const char* what, const char* file, int line) {
 bool served(const void* p) {
   return expected_ == expected_allocator::glibc ||
          (memkit_owns_ != nullptr && memkit_owns_(p) == 1);
+}
+
+std::size_t stats_json(char* buffer, std::size_t size) {
+  return memkit_stats_json_ == nullptr ? 0 : memkit_stats_json_(buffer, size);
 }
 
 std::size_t opaque(std::size_t n) {
@@ -293,6 +305,7 @@ int add_child_action(const char* name, int (*run)()) {
 int main(int argc, char** argv) {
   using namespace memkit::contract;
   const std::string mode = argc > 1 ? argv[1] : "";
+  look_up_memkit();
   if (mode == "child" && argc == 3) {
     const auto action = child_actions().find(argv[2]);
     return action == child_actions().end() ? 126 : action->second();

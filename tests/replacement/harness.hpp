@@ -25,6 +25,10 @@ bool check(bool ok, const char* what, const char* file, int line);
 /// proved at its start that memkit is not loaded).
 bool served(const void* p);
 
+/// memkit_stats_json (include/memkit/replacement.h) of the memkit and new_delete runs; 0 and
+/// nothing written in the glibc run.
+std::size_t stats_json(char* buffer, std::size_t size);
+
 /// \returns `n` through a volatile, so the compiler cannot fold a call with a known huge size.
 std::size_t opaque(std::size_t n);
 
@@ -57,10 +61,10 @@ child_result run_self(const std::vector<std::string>& args,
 
 /// What a case exercises, which decides the runs it is part of.
 enum class case_kind {
-  c_api,            ///< malloc and friends: the glibc and memkit runs
-  cxx_api,          ///< operator new and delete only: every run
-  cxx_beyond_glibc, ///< operator new where memkit must do better than glibc: memkit, new_delete
-  preload_options   ///< MEMKIT_OPTIONS, seen through malloc: the memkit run
+  c_api,      ///< malloc and friends: the glibc and memkit runs
+  cxx_api,    ///< operator new and delete only: every run
+  memkit_api, ///< memkit beyond glibc, through operator new or replacement.h: memkit, new_delete
+  preload_options ///< MEMKIT_OPTIONS, seen through malloc: the memkit run
 };
 
 /// A named case of the contract.

@@ -6,6 +6,9 @@
 #include "harness.hpp"
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <new>
 #include <string>
@@ -141,7 +144,7 @@ MEMKIT_CONTRACT_CASE(ImpossibleNewThrowsBadAllocAndNothrowNewReturnsNull, cxx_ap
   }
 }
 
-MEMKIT_CONTRACT_CASE(AlignedNewOfTheLargestSizesFailsInsteadOfWrapping, cxx_beyond_glibc) {
+MEMKIT_CONTRACT_CASE(AlignedNewOfTheLargestSizesFailsInsteadOfWrapping, memkit_api) {
   for (const std::size_t n : {SIZE_MAX, SIZE_MAX - 62, SIZE_MAX - 4095}) {
     MEMKIT_CHECK(throwing_forms_that_threw(opaque(n), true) == 2);
   }
@@ -176,6 +179,56 @@ MEMKIT_CONTRACT_CASE(SizedDeleteWithAWrongSizeCorruptsNothing, cxx_api) {
   // size, and docs/REPLACEMENT.md says memkit frees by the block's own header. In a child without
   // MEMKIT_OPTIONS, since debug:1 rightly reports it.
   const child_result r = run_self({"child", "wrong-size-deletes"}, {"MEMKIT_OPTIONS="}, 60);
+  MEMKIT_CHECK(r.exited && r.code == 0);
+}
+
+/// \returns the counter `name` of a stats JSON object, or -1.
+long long counter(const char* json, const char* name) {
+  char key[64];
+  std::snprintf(key, sizeof key, "\"%s\":", name);
+  const char* at = std::strstr(json, key);
+  return at == nullptr ? -1 : std::atoll(at + std::strlen(key));
+}
+
+/// memkit_stats_json's contract, in a child run with stats:1 (the counters count only then).
+/// \returns 0 if it held.
+int stats_json_contract() {
+  char full[1024];
+  const std::size_t length = stats_json(full, sizeof full);
+  bool ok = length > 20 && length < sizeof full && std::strlen(full) == length;
+  ok = ok && std::strncmp(full, "{\"memkit\":{", 11) == 0 && full[length - 1] == '}';
+  // Nothing allocated by the call itself: the counter is the same when asked again.
+  char again[1024];
+  stats_json(again, sizeof again);
+  ok = ok && counter(full, "allocations") > 0;
+  ok = ok && counter(again, "allocations") == counter(full, "allocations");
+  // Each operator new counts.
+  void* blocks[100];
+  for (auto& b : blocks) {
+    b = escape(::operator new(200));
+  }
+  char after[1024];
+  stats_json(after, sizeof after);
+  for (void* b : blocks) {
+    ::operator delete(b);
+  }
+  ok = ok && counter(after, "allocations") >= counter(again, "allocations") + 100;
+  // Truncated to the buffer, NUL-terminated, the whole length returned.
+  char small[12];
+  std::memset(small, 'x', sizeof small);
+  ok = ok && stats_json(small, 10) >= 10;
+  ok = ok && small[9] == '\0' && std::strncmp(small, full, 9) == 0 && small[10] == 'x';
+  std::memset(small, 'x', sizeof small);
+  ok = ok && stats_json(small, 0) >= 10 && small[0] == 'x';
+  std::printf("%s\n%s\n", full, after);
+  return ok ? 0 : 1;
+}
+
+const int registered_stats = add_child_action("stats-json", stats_json_contract);
+
+MEMKIT_CONTRACT_CASE(StatsJsonIsTheStatsLineTruncatesAndAllocatesNothing, memkit_api) {
+  const child_result r = run_self({"child", "stats-json"}, {"MEMKIT_OPTIONS=stats:1"}, 60);
+  std::fprintf(stderr, "memkit_stats_json: %s", r.out.c_str());
   MEMKIT_CHECK(r.exited && r.code == 0);
 }
 
