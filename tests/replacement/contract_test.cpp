@@ -6,10 +6,13 @@
 #include "harness.hpp"
 
 #include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -24,9 +27,12 @@ constexpr std::size_t max_size = SIZE_MAX;
 constexpr std::size_t kib = 1024;
 constexpr std::size_t mib = 1024 * kib;
 
-/// Sizes no allocator can serve: past PTRDIFF_MAX, and 2^60 (beyond any x86-64 or AArch64 user
-/// address space, so it fails even under overcommit_memory=1).
-const std::size_t impossible[] = {max_size, max_size / 2 + 1, std::size_t{1} << 60};
+/// Sizes no allocator can serve: past PTRDIFF_MAX, 2^60 (beyond any x86-64 or AArch64 user
+/// address space, so it fails even under overcommit_memory=1), and just below SIZE_MAX, where
+/// adding a header or rounding up to a size class or page wraps around to a small size.
+const std::size_t impossible[] = {
+    max_size,      max_size / 2 + 1, std::size_t{1} << 60,
+    max_size - 15, max_size - 4095,  max_size - (std::size_t{1} << 20)};
 
 bool all_zero(const void* p, std::size_t n) {
   const auto* b = static_cast<const unsigned char*>(p);
@@ -55,7 +61,7 @@ bool good_block(void* p, std::size_t n) {
   return check_fill(p, usable, 3);
 }
 
-MEMKIT_CONTRACT_CASE(MallocZeroIsAFreeableBlockAndFreeNullIsANoOp, false) {
+MEMKIT_CONTRACT_CASE(MallocZeroIsAFreeableBlockAndFreeNullIsANoOp, c_api) {
   void* a = escape(std::malloc(opaque(0)));
   void* b = escape(std::malloc(opaque(0)));
   MEMKIT_CHECK(a != nullptr && b != nullptr && a != b);
@@ -65,7 +71,7 @@ MEMKIT_CONTRACT_CASE(MallocZeroIsAFreeableBlockAndFreeNullIsANoOp, false) {
   std::free(escape<void>(nullptr));
 }
 
-MEMKIT_CONTRACT_CASE(ImpossibleMallocReturnsNullWithEnomem, false) {
+MEMKIT_CONTRACT_CASE(ImpossibleMallocReturnsNullWithEnomem, c_api) {
   for (const std::size_t n : impossible) {
     errno = 0;
     MEMKIT_CHECK(escape(std::malloc(opaque(n))) == nullptr);
@@ -73,7 +79,7 @@ MEMKIT_CONTRACT_CASE(ImpossibleMallocReturnsNullWithEnomem, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(CallocZeroesFreshAndReusedMemory, false) {
+MEMKIT_CONTRACT_CASE(CallocZeroesFreshAndReusedMemory, c_api) {
   const std::size_t sizes[] = {1, 8, 24, 100, 512, 4000, 64 * kib, 300 * kib, 2 * mib, 16 * mib};
   for (const std::size_t n : sizes) {
     // A freed block of the same size is the likeliest to come back: dirty it first.
@@ -91,7 +97,7 @@ MEMKIT_CONTRACT_CASE(CallocZeroesFreshAndReusedMemory, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(CallocOverflowReturnsNullWithEnomem, false) {
+MEMKIT_CONTRACT_CASE(CallocOverflowReturnsNullWithEnomem, c_api) {
   const std::size_t pairs[][2] = {{max_size / 2, 4},
                                   {4, max_size / 2},
                                   {1ull << 32, 1ull << 32},
@@ -109,7 +115,7 @@ MEMKIT_CONTRACT_CASE(CallocOverflowReturnsNullWithEnomem, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(ReallocOfNullIsMalloc, false) {
+MEMKIT_CONTRACT_CASE(ReallocOfNullIsMalloc, c_api) {
   for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{200}, 1 * mib}) {
     void* p = escape(std::realloc(nullptr, n));
     MEMKIT_CHECK(good_block(p, n));
@@ -117,7 +123,7 @@ MEMKIT_CONTRACT_CASE(ReallocOfNullIsMalloc, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(ReallocToZeroFreesAndReturnsNull, false) {
+MEMKIT_CONTRACT_CASE(ReallocToZeroFreesAndReturnsNull, c_api) {
   // glibc frees the block and returns NULL (its manual, "Changing the Size of a Block"; C23 made
   // the case undefined), leaving errno alone.
   for (const std::size_t n : {std::size_t{16}, 100 * kib, 4 * mib}) {
@@ -128,7 +134,7 @@ MEMKIT_CONTRACT_CASE(ReallocToZeroFreesAndReturnsNull, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(ReallocKeepsEveryUsableByteWhenGrowingAndShrinking, false) {
+MEMKIT_CONTRACT_CASE(ReallocKeepsEveryUsableByteWhenGrowingAndShrinking, c_api) {
   const std::size_t starts[] = {1, 13, 64, 1000, 8 * kib, 200 * kib, 3 * mib};
   unsigned seed = 1;
   for (const std::size_t start : starts) {
@@ -154,7 +160,7 @@ MEMKIT_CONTRACT_CASE(ReallocKeepsEveryUsableByteWhenGrowingAndShrinking, false) 
   }
 }
 
-MEMKIT_CONTRACT_CASE(FailedReallocLeavesTheBlockIntact, false) {
+MEMKIT_CONTRACT_CASE(FailedReallocLeavesTheBlockIntact, c_api) {
   for (const std::size_t n : {std::size_t{100}, 1 * mib}) {
     void* p = escape(std::malloc(n));
     fill(p, n, 9);
@@ -168,7 +174,7 @@ MEMKIT_CONTRACT_CASE(FailedReallocLeavesTheBlockIntact, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(ReallocarrayChecksTheProductAndPreservesContents, false) {
+MEMKIT_CONTRACT_CASE(ReallocarrayChecksTheProductAndPreservesContents, c_api) {
   void* p = escape(std::malloc(100));
   fill(p, 100, 4);
   errno = 0;
@@ -187,7 +193,7 @@ MEMKIT_CONTRACT_CASE(ReallocarrayChecksTheProductAndPreservesContents, false) {
   MEMKIT_CHECK(q == nullptr && errno == ENOMEM);
 }
 
-MEMKIT_CONTRACT_CASE(PosixMemalignRejectsBadAlignmentsAndAlignsGoodOnes, false) {
+MEMKIT_CONTRACT_CASE(PosixMemalignRejectsBadAlignmentsAndAlignsGoodOnes, c_api) {
   // Not a power of two, or not a multiple of sizeof(void*): EINVAL, *memptr untouched.
   const std::size_t bad[] = {0, 1, 2, 4, 3, 12, 24, 48, 100, 4097, max_size, max_size / 2 + 2};
   for (const std::size_t alignment : bad) {
@@ -203,14 +209,23 @@ MEMKIT_CONTRACT_CASE(PosixMemalignRejectsBadAlignmentsAndAlignsGoodOnes, false) 
       std::free(p);
     }
   }
+  // Alignments larger than any chunk or reservation the allocator maps.
+  for (const std::size_t alignment : {4 * mib, 16 * mib, 64 * mib}) {
+    void* p = nullptr;
+    MEMKIT_CHECK(posix_memalign(&p, opaque(alignment), 100) == 0);
+    MEMKIT_CHECK(is_aligned(p, alignment) && good_block(p, 100));
+    std::free(p);
+  }
   for (const std::size_t n : impossible) {
-    void* p = &errno;
-    MEMKIT_CHECK(posix_memalign(&p, 64, opaque(n)) == ENOMEM);
-    MEMKIT_CHECK(p == &errno);
+    for (const std::size_t alignment : {std::size_t{64}, std::size_t{1} << 20}) {
+      void* p = &errno;
+      MEMKIT_CHECK(posix_memalign(&p, alignment, opaque(n)) == ENOMEM);
+      MEMKIT_CHECK(p == &errno);
+    }
   }
 }
 
-MEMKIT_CONTRACT_CASE(AlignedAllocAndMemalignAsGlibc236Has, false) {
+MEMKIT_CONTRACT_CASE(AlignedAllocAndMemalignAsGlibc236Has, c_api) {
   // glibc 2.36 serves both through one function: an alignment that is not a power of two is
   // rounded up to the next one (glibc 2.38 made aligned_alloc reject it with EINVAL; Debian 12
   // has 2.36), a size need not be a multiple of it, and only an alignment above SIZE_MAX/2 + 1
@@ -234,14 +249,16 @@ MEMKIT_CONTRACT_CASE(AlignedAllocAndMemalignAsGlibc236Has, false) {
     MEMKIT_CHECK(escape(allocate(opaque(max_size / 2 + 2), 16)) == nullptr);
     MEMKIT_CHECK(errno == EINVAL);
     for (const std::size_t n : impossible) {
-      errno = 0;
-      MEMKIT_CHECK(escape(allocate(64, opaque(n))) == nullptr);
-      MEMKIT_CHECK(errno == ENOMEM);
+      for (const std::size_t alignment : {std::size_t{64}, std::size_t{1} << 20}) {
+        errno = 0;
+        MEMKIT_CHECK(escape(allocate(alignment, opaque(n))) == nullptr);
+        MEMKIT_CHECK(errno == ENOMEM);
+      }
     }
   }
 }
 
-MEMKIT_CONTRACT_CASE(VallocAndPvallocArePageAligned, false) {
+MEMKIT_CONTRACT_CASE(VallocAndPvallocArePageAligned, c_api) {
   const std::size_t page = page_size();
   for (const std::size_t n : {std::size_t{1}, std::size_t{100}, page, page + 1, 3 * mib + 7}) {
     void* v = escape(valloc(n));
@@ -261,7 +278,7 @@ MEMKIT_CONTRACT_CASE(VallocAndPvallocArePageAligned, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(MallocUsableSizeIsAtLeastTheRequestWritableAndStable, false) {
+MEMKIT_CONTRACT_CASE(MallocUsableSizeIsAtLeastTheRequestWritableAndStable, c_api) {
   MEMKIT_CHECK(malloc_usable_size(nullptr) == 0);
   for (std::size_t n = 0; n <= 20 * mib; n = n * 2 + 1) {
     void* p = escape(std::malloc(n));
@@ -274,7 +291,7 @@ MEMKIT_CONTRACT_CASE(MallocUsableSizeIsAtLeastTheRequestWritableAndStable, false
   }
 }
 
-MEMKIT_CONTRACT_CASE(EverySizeUpTo1MiBAndSixteenMiBBlocks, false) {
+MEMKIT_CONTRACT_CASE(EverySizeUpTo1MiBAndSixteenMiBBlocks, c_api) {
   std::vector<std::size_t> sizes;
   for (std::size_t n = 1; n <= 4 * kib; ++n) {
     sizes.push_back(n);
@@ -322,11 +339,12 @@ MEMKIT_CONTRACT_CASE(EverySizeUpTo1MiBAndSixteenMiBBlocks, false) {
   }
 }
 
-MEMKIT_CONTRACT_CASE(GlibcBlocksFromLibcMallocCanBeFreedAndReallocated, false) {
+MEMKIT_CONTRACT_CASE(GlibcBlocksFromLibcMallocCanBeFreedAndReallocated, c_api) {
   // A library may hold blocks from glibc's own entry (allocated before a preload took over, or on
-  // purpose): free and realloc must hand them back to glibc, not misread them.
+  // purpose): free, realloc and malloc_usable_size must hand them to glibc, not misread them.
   void* a = escape(__libc_malloc(100));
   fill(a, 100, 6);
+  MEMKIT_CHECK(malloc_usable_size(a) >= 100);
   std::free(a);
   for (const std::size_t n : {std::size_t{40}, std::size_t{5000}, 2 * mib}) {
     void* b = escape(__libc_malloc(100));
@@ -335,6 +353,79 @@ MEMKIT_CONTRACT_CASE(GlibcBlocksFromLibcMallocCanBeFreedAndReallocated, false) {
     MEMKIT_CHECK(b != nullptr && check_fill(b, n < 100 ? n : 100, 8));
     std::free(b);
   }
+}
+
+MEMKIT_CONTRACT_CASE(BlocksLibcAllocatesForTheCallerAreServedAndFreeable, c_api) {
+  // glibc's own calls to malloc and realloc go through the interposable symbols, so what strdup,
+  // asprintf, getline, open_memstream and realpath hand out is the replacement's, and free takes
+  // it.
+  char* s = escape(strdup("a string copied by libc"));
+  MEMKIT_CHECK(s != nullptr && served(s) && std::strcmp(s, "a string copied by libc") == 0);
+  std::free(s);
+  char* formatted = nullptr;
+  MEMKIT_CHECK(asprintf(&formatted, "%s-%d", "number", 12345) == 12);
+  MEMKIT_CHECK(formatted != nullptr && served(formatted) &&
+               std::strcmp(formatted, "number-12345") == 0);
+  std::free(formatted);
+  char* stream_text = nullptr;
+  std::size_t stream_size = 0;
+  std::FILE* stream = open_memstream(&stream_text, &stream_size);
+  for (int i = 0; i < 20000; ++i) {
+    std::fprintf(stream, "%d,", i);
+  }
+  std::fclose(stream);
+  MEMKIT_CHECK(stream_text != nullptr && served(stream_text) && stream_size > 100000);
+  // getline grows its buffer with realloc: from the stream's text, one long line.
+  std::FILE* in = fmemopen(stream_text, stream_size, "r");
+  char* line = nullptr;
+  std::size_t capacity = 0;
+  MEMKIT_CHECK(getline(&line, &capacity, in) == static_cast<ssize_t>(stream_size));
+  MEMKIT_CHECK(line != nullptr && served(line) && std::memcmp(line, stream_text, stream_size) == 0);
+  std::fclose(in);
+  std::free(line);
+  std::free(stream_text);
+  char* resolved = escape(realpath("/proc/self/exe", nullptr));
+  MEMKIT_CHECK(resolved != nullptr && served(resolved));
+  std::free(resolved);
+}
+
+/// \returns the resident set of the process in bytes (/proc/self/statm), 0 if unreadable.
+std::size_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long pages = 0;
+  unsigned long resident = 0;
+  const bool read = f != nullptr && std::fscanf(f, "%lu %lu", &pages, &resident) == 2;
+  if (f != nullptr) {
+    std::fclose(f);
+  }
+  return read ? resident * page_size() : 0;
+}
+
+MEMKIT_CONTRACT_CASE(MallocTrimGivesFreedSmallBlocksBackAtOnce, c_api) {
+  // 128 MiB of small blocks, touched, freed in an order unlike the allocation's; then
+  // malloc_trim(0) must return their pages (glibc: free pages inside its heaps too, since 2.8).
+  const std::size_t before = resident_bytes();
+  std::vector<void*> blocks;
+  std::size_t total = 0;
+  for (unsigned i = 0; total < 128 * mib; ++i) {
+    const std::size_t n = 16 + (i * 2654435761u) % 1009;
+    blocks.push_back(escape(std::malloc(n)));
+    std::memset(blocks.back(), 0x5a, n);
+    total += n;
+  }
+  const std::size_t peak = resident_bytes();
+  for (std::size_t stride = 0; stride < 7; ++stride) {
+    for (std::size_t i = stride; i < blocks.size(); i += 7) {
+      std::free(blocks[i]);
+    }
+  }
+  blocks = std::vector<void*>();
+  malloc_trim(0);
+  const std::size_t after = resident_bytes();
+  std::printf("rss: %zu MiB before, %zu MiB at the peak, %zu MiB after malloc_trim\n", before / mib,
+              peak / mib, after / mib);
+  MEMKIT_CHECK(peak >= before + 100 * mib);
+  MEMKIT_CHECK(after <= before + 32 * mib);
 }
 
 } // namespace

@@ -1,12 +1,19 @@
 // tests/replacement/harness.cpp: checks, child processes and the contract test's main.
 //
 // Usage: memkit_replacement_contract glibc|memkit [CASE...]
+//        memkit_replacement_contract_new_delete new-delete [CASE...]
 //        memkit_replacement_contract child ACTION
-// The first form proves, before any case, that the run talks to the malloc it names (memkit:
-// memkit_owns is defined and claims a fresh block; glibc: it is not, and malloc lives in libc),
-// then runs the cases (or only those named) and exits 1 if any check failed.
+// The first forms prove, before any case, that the run talks to the allocator it names (memkit:
+// memkit_owns is defined and claims a fresh block; glibc: it is not, and malloc lives in libc;
+// new-delete, the program linked with memkit::new_delete: memkit_owns claims a block from new
+// and not one from malloc), then run the cases of that run (or only those named) and exit 1 if
+// any check failed.
 
 #include "harness.hpp"
+
+#ifdef MEMKIT_CONTRACT_NEW_DELETE
+#include <memkit/replacement.h>
+#endif
 
 #include <dlfcn.h>
 #include <poll.h>
@@ -20,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <new>
 
 extern char** environ;
 
@@ -29,6 +37,7 @@ namespace {
 expected_allocator expected_ = expected_allocator::glibc;
 int failures_ = 0;
 int (*memkit_owns_)(const void*) = nullptr;
+std::size_t (*memkit_stats_json_)(char*, std::size_t) = nullptr;
 
 std::vector<test_case>& cases() {
   static std::vector<test_case> c;
@@ -50,14 +59,37 @@ std::string defining_object(const char* symbol) {
   return info.dli_fname;
 }
 
+/// Finds memkit's own entry points (include/memkit/replacement.h), where it is loaded or linked.
+void look_up_memkit() {
+#ifdef MEMKIT_CONTRACT_NEW_DELETE
+  // Linked statically: an executable's symbols are not visible to dlsym.
+  memkit_owns_ = &memkit_owns;
+  memkit_stats_json_ = &memkit_stats_json;
+#else
+  memkit_owns_ = reinterpret_cast<int (*)(const void*)>(dlsym(RTLD_DEFAULT, "memkit_owns"));
+  memkit_stats_json_ = reinterpret_cast<std::size_t (*)(char*, std::size_t)>(
+      dlsym(RTLD_DEFAULT, "memkit_stats_json"));
+#endif
+}
+
 /// \returns whether the process talks to the expected malloc, printing what it found.
 bool verify_allocator() {
-  memkit_owns_ = reinterpret_cast<int (*)(const void*)>(dlsym(RTLD_DEFAULT, "memkit_owns"));
   const std::string malloc_from = defining_object("malloc");
   std::printf("malloc is defined in %s; memkit_owns is %s\n", malloc_from.c_str(),
               memkit_owns_ == nullptr ? "not defined" : "defined");
   bool ok = true;
-  if (expected_ == expected_allocator::memkit) {
+  if (expected_ == expected_allocator::new_delete) {
+    ok &= MEMKIT_CHECK(memkit_owns_ != nullptr);
+    ok &= MEMKIT_CHECK(malloc_from.find("libc.so") != std::string::npos);
+    if (memkit_owns_ != nullptr) {
+      int* q = escape(new int(1));
+      ok &= MEMKIT_CHECK(memkit_owns_(q) == 1);
+      delete q;
+      void* p = escape(std::malloc(16));
+      ok &= MEMKIT_CHECK(memkit_owns_(p) == 0);
+      std::free(p);
+    }
+  } else if (expected_ == expected_allocator::memkit) {
     ok &= MEMKIT_CHECK(memkit_owns_ != nullptr);
     ok &= MEMKIT_CHECK(malloc_from.find("libmemkit-preload.so") != std::string::npos);
     if (memkit_owns_ != nullptr) {
@@ -74,25 +106,60 @@ bool verify_allocator() {
   return ok;
 }
 
+/// A static object whose destructor frees a block from main and allocates again, after main has
+/// returned and the atexit handler below has run; it can only report by the exit status.
+struct frees_at_static_destruction {
+  void* block = nullptr;
+  ~frees_at_static_destruction() {
+    if (block == nullptr) {
+      return;
+    }
+    const bool ok = check_fill(block, 3000, 8);
+    ::operator delete(block);
+    void* again = ::operator new(100, std::nothrow);
+    ::operator delete(again);
+    if (!ok || again == nullptr) {
+      std::fputs("contract: FAILED: a block freed by a static destructor\n", stderr);
+      std::_Exit(3);
+    }
+  }
+} static_holder;
+
 /// An atexit handler allocates and frees after main has returned; it can only report by the exit
 /// status.
 void allocate_at_exit() {
-  void* p = std::malloc(4000);
+  const bool cxx_only = expected_ == expected_allocator::new_delete;
+  void* p = cxx_only ? ::operator new(4000, std::nothrow) : std::malloc(4000);
   if (p == nullptr) {
     std::_Exit(3);
   }
   fill(p, 4000, 7);
   const bool ok = check_fill(p, 4000, 7) && served(p);
-  std::free(p);
+  if (cxx_only) {
+    ::operator delete(p);
+  } else {
+    std::free(p);
+  }
   if (!ok) {
     std::fputs("contract: FAILED: allocation in an atexit handler\n", stderr);
     std::_Exit(3);
   }
 }
 
-} // namespace
+/// \returns whether a case of `kind` belongs to the run.
+bool part_of_run(case_kind kind) {
+  switch (expected_) {
+  case expected_allocator::glibc:
+    return kind == case_kind::c_api || kind == case_kind::cxx_api;
+  case expected_allocator::new_delete:
+    return kind == case_kind::cxx_api || kind == case_kind::memkit_api;
+  case expected_allocator::memkit:
+    return true;
+  }
+  return false;
+}
 
-expected_allocator expected() { return expected_; }
+} // namespace
 
 bool check(bool ok, const char* what, const char* file, int line) {
   if (!ok) {
@@ -105,6 +172,10 @@ bool check(bool ok, const char* what, const char* file, int line) {
 bool served(const void* p) {
   return expected_ == expected_allocator::glibc ||
          (memkit_owns_ != nullptr && memkit_owns_(p) == 1);
+}
+
+std::size_t stats_json(char* buffer, std::size_t size) {
+  return memkit_stats_json_ == nullptr ? 0 : memkit_stats_json_(buffer, size);
 }
 
 std::size_t opaque(std::size_t n) {
@@ -144,11 +215,18 @@ child_result run_self(const std::vector<std::string>& args,
   }
   std::vector<std::string> argv_strings{"memkit_replacement_contract"};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<std::string> env_strings;
+  std::vector<std::string> env_strings(extra_env);
   for (char** e = environ; *e != nullptr; ++e) {
-    env_strings.emplace_back(*e);
+    const std::string entry = *e;
+    bool replaced = false;
+    for (const auto& extra : extra_env) {
+      replaced =
+          replaced || entry.compare(0, extra.find('=') + 1, extra, 0, extra.find('=') + 1) == 0;
+    }
+    if (!replaced) {
+      env_strings.push_back(entry);
+    }
   }
-  env_strings.insert(env_strings.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> argv;
   for (auto& s : argv_strings) {
     argv.push_back(s.data());
@@ -227,28 +305,33 @@ int add_child_action(const char* name, int (*run)()) {
 int main(int argc, char** argv) {
   using namespace memkit::contract;
   const std::string mode = argc > 1 ? argv[1] : "";
+  look_up_memkit();
   if (mode == "child" && argc == 3) {
     const auto action = child_actions().find(argv[2]);
     return action == child_actions().end() ? 126 : action->second();
   }
-  if (mode != "glibc" && mode != "memkit") {
-    std::fprintf(stderr, "usage: %s glibc|memkit [CASE...] | child ACTION\n", argv[0]);
+  if (mode != "glibc" && mode != "memkit" && mode != "new-delete") {
+    std::fprintf(stderr, "usage: %s glibc|memkit|new-delete [CASE...] | child ACTION\n", argv[0]);
     return 2;
   }
-  expected_ = mode == "memkit" ? expected_allocator::memkit : expected_allocator::glibc;
+  expected_ = mode == "memkit"       ? expected_allocator::memkit
+              : mode == "new-delete" ? expected_allocator::new_delete
+                                     : expected_allocator::glibc;
   if (!verify_allocator()) {
     std::fprintf(stderr, "contract: the run does not talk to %s's malloc; no case run\n",
                  mode.c_str());
     return 1;
   }
   std::atexit(allocate_at_exit);
+  static_holder.block = ::operator new(3000);
+  fill(static_holder.block, 3000, 8);
   int run = 0;
   for (const auto& c : cases()) {
     bool named = argc == 2;
     for (int i = 2; i < argc; ++i) {
       named = named || c.name == std::string(argv[i]);
     }
-    if (!named || (c.memkit_only && expected_ != expected_allocator::memkit)) {
+    if (!named || !part_of_run(c.kind)) {
       continue;
     }
     const int before = failures_;

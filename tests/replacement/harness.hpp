@@ -10,10 +10,9 @@
 
 namespace memkit::contract {
 
-/// Which malloc the run expects to be talking to.
-enum class expected_allocator { glibc, memkit };
-
-expected_allocator expected();
+/// What the run expects to be talking to: glibc, libmemkit-preload.so preloaded, or
+/// memkit::new_delete linked into the program (operator new is memkit's, malloc is glibc's).
+enum class expected_allocator { glibc, memkit, new_delete };
 
 /// Records a failed check (printed with its place) and \returns `ok`.
 bool check(bool ok, const char* what, const char* file, int line);
@@ -22,8 +21,13 @@ bool check(bool ok, const char* what, const char* file, int line);
   ::memkit::contract::check((condition), #condition, __FILE__, __LINE__)
 
 /// \returns whether the block at `p` came from the allocator the run expects: memkit_owns(p) for
-/// memkit; for glibc, true (the run proved at its start that memkit is not loaded).
+/// memkit and new_delete (whose runs use only operator new's blocks); for glibc, true (the run
+/// proved at its start that memkit is not loaded).
 bool served(const void* p);
+
+/// memkit_stats_json (include/memkit/replacement.h) of the memkit and new_delete runs; 0 and
+/// nothing written in the glibc run.
+std::size_t stats_json(char* buffer, std::size_t size);
 
 /// \returns `n` through a volatile, so the compiler cannot fold a call with a known huge size.
 std::size_t opaque(std::size_t n);
@@ -50,16 +54,24 @@ struct child_result {
   std::string err;
 };
 
-/// Runs this executable with `args`, the environment plus `extra_env` ("NAME=value"), and waits at
-/// most `timeout_seconds` (then kills it).
+/// Runs this executable with `args`, the environment with `extra_env` ("NAME=value") added or
+/// replacing the variable of that name, and waits at most `timeout_seconds` (then kills it).
 child_result run_self(const std::vector<std::string>& args,
                       const std::vector<std::string>& extra_env, int timeout_seconds);
 
-/// A named case of the contract; `memkit_only` cases describe memkit's own options.
+/// What a case exercises, which decides the runs it is part of.
+enum class case_kind {
+  c_api,      ///< malloc and friends: the glibc and memkit runs
+  cxx_api,    ///< operator new and delete only: every run
+  memkit_api, ///< memkit beyond glibc, through operator new or replacement.h: memkit, new_delete
+  preload_options ///< MEMKIT_OPTIONS, seen through malloc: the memkit run
+};
+
+/// A named case of the contract.
 struct test_case {
   const char* name;
   void (*run)();
-  bool memkit_only;
+  case_kind kind;
 };
 
 /// Registers a case at static-initialization time; \returns a dummy for the registering variable.
@@ -73,9 +85,9 @@ int add_child_action(const char* name, int (*run)());
 #define MEMKIT_CONTRACT_CONCAT2(a, b) a##b
 #define MEMKIT_CONTRACT_CONCAT(a, b) MEMKIT_CONTRACT_CONCAT2(a, b)
 
-/// Defines and registers a case: MEMKIT_CONTRACT_CASE(CallocZeroes, false) { ... }
-#define MEMKIT_CONTRACT_CASE(name, memkit_only)                                                    \
+/// Defines and registers a case: MEMKIT_CONTRACT_CASE(CallocZeroes, c_api) { ... }
+#define MEMKIT_CONTRACT_CASE(name, kind)                                                           \
   static void name();                                                                              \
   static const int MEMKIT_CONTRACT_CONCAT(registered_, name) =                                     \
-      ::memkit::contract::add_case({#name, &name, memkit_only});                                   \
+      ::memkit::contract::add_case({#name, &name, ::memkit::contract::case_kind::kind});           \
   static void name()

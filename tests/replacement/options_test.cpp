@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <sstream>
 #include <string>
 
@@ -40,13 +41,53 @@ int invalid_free() {
   return 0;
 }
 
-int overrun() {
-  // Opaque, so the compiler does not reject the write it can see is out of bounds.
-  const std::size_t n = opaque(24);
-  auto* p = static_cast<char*>(escape(std::malloc(n)));
+/// Writes the byte just past the `n` bytes requested at `p`, announcing `p`.
+void overrun_at(char* p, std::size_t n) {
   announce(p);
-  p[n] = 'x';
+  // Opaque, so the compiler does not reject the write it can see is out of bounds.
+  p[opaque(n)] = 'x';
+}
+
+int overrun() {
+  auto* p = static_cast<char*>(escape(std::malloc(opaque(24))));
+  overrun_at(p, 24);
   std::free(p);
+  return 0;
+}
+
+int overrun_after_realloc() {
+  auto* p = static_cast<char*>(escape(std::malloc(10)));
+  p = static_cast<char*>(escape(std::realloc(p, opaque(100))));
+  overrun_at(p, 100);
+  std::free(p);
+  return 0;
+}
+
+int overrun_aligned() {
+  void* p = nullptr;
+  if (posix_memalign(&p, 256, opaque(100)) != 0) {
+    return 1;
+  }
+  overrun_at(static_cast<char*>(escape(p)), 100);
+  std::free(p);
+  return 0;
+}
+
+int double_delete() {
+  auto* p = escape(new std::string(40, 'x'));
+  announce(p);
+  // A copy the compiler cannot follow, so it does not reject the second delete it would see.
+  void* again = p;
+  asm volatile("" : "+r"(again));
+  delete p;
+  ::operator delete(again);
+  return 0;
+}
+
+int wrong_size_delete() {
+  void* p = escape(::operator new(100));
+  announce(p);
+  ::operator delete(p, opaque(40));
   return 0;
 }
 
@@ -60,9 +101,14 @@ int allocate() {
   return 0;
 }
 
-const int registered =
-    add_child_action("double-free", double_free) + add_child_action("invalid-free", invalid_free) +
-    add_child_action("overrun", overrun) + add_child_action("allocate", allocate);
+const int registered = add_child_action("double-free", double_free) +
+                       add_child_action("invalid-free", invalid_free) +
+                       add_child_action("overrun", overrun) +
+                       add_child_action("overrun-after-realloc", overrun_after_realloc) +
+                       add_child_action("overrun-aligned", overrun_aligned) +
+                       add_child_action("double-delete", double_delete) +
+                       add_child_action("wrong-size-delete", wrong_size_delete) +
+                       add_child_action("allocate", allocate);
 
 std::string lower(std::string s) {
   for (char& c : s) {
@@ -96,16 +142,30 @@ void expect_report_and_abort(const char* action) {
   MEMKIT_CHECK(has_line(r.err, "memkit: ", address));
 }
 
-MEMKIT_CONTRACT_CASE(DebugOptionReportsADoubleFreeWithItsAddress, true) {
+MEMKIT_CONTRACT_CASE(DebugOptionReportsADoubleFreeWithItsAddress, preload_options) {
   expect_report_and_abort("double-free");
 }
 
-MEMKIT_CONTRACT_CASE(DebugOptionReportsAnInvalidFreeWithItsAddress, true) {
+MEMKIT_CONTRACT_CASE(DebugOptionReportsAnInvalidFreeWithItsAddress, preload_options) {
   expect_report_and_abort("invalid-free");
 }
 
-MEMKIT_CONTRACT_CASE(DebugOptionReportsAnOverrunWithItsAddress, true) {
+MEMKIT_CONTRACT_CASE(DebugOptionReportsAnOverrunWithItsAddress, preload_options) {
   expect_report_and_abort("overrun");
+  expect_report_and_abort("overrun-after-realloc");
+  expect_report_and_abort("overrun-aligned");
+}
+
+MEMKIT_CONTRACT_CASE(DebugOptionReportsADoubleDeleteWithItsAddress, preload_options) {
+  expect_report_and_abort("double-delete");
+}
+
+MEMKIT_CONTRACT_CASE(DebugOptionReportsASizedDeleteWithTheWrongSize, preload_options) {
+  expect_report_and_abort("wrong-size-delete");
+  // Without debug:1 the header decides, and the program goes on.
+  const child_result r =
+      run_self({"child", "wrong-size-delete"}, {"MEMKIT_OPTIONS="}, child_timeout_seconds);
+  MEMKIT_CHECK(r.exited && r.code == 0);
 }
 
 /// \returns the number after "\"name\":" in `line`, or -1.
@@ -126,7 +186,7 @@ std::vector<std::string> stats_lines(const std::string& text) {
   return found;
 }
 
-MEMKIT_CONTRACT_CASE(StatsOptionPrintsOneJsonLineAtExit, true) {
+MEMKIT_CONTRACT_CASE(StatsOptionPrintsOneJsonLineAtExit, preload_options) {
   const child_result r =
       run_self({"child", "allocate"}, {"MEMKIT_OPTIONS=stats:1"}, child_timeout_seconds);
   MEMKIT_CHECK(r.exited && r.code == 0);
@@ -142,7 +202,7 @@ MEMKIT_CONTRACT_CASE(StatsOptionPrintsOneJsonLineAtExit, true) {
   MEMKIT_CHECK(quiet.exited && quiet.code == 0 && stats_lines(quiet.err).empty());
 }
 
-MEMKIT_CONTRACT_CASE(UnknownOptionIsReportedAndIgnored, true) {
+MEMKIT_CONTRACT_CASE(UnknownOptionIsReportedAndIgnored, preload_options) {
   const child_result r =
       run_self({"child", "allocate"}, {"MEMKIT_OPTIONS=bogus:1,stats:1"}, child_timeout_seconds);
   std::fprintf(stderr, "bogus:1,stats:1: stderr: %s", r.err.c_str());

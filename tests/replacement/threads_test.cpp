@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -32,7 +33,20 @@ struct inbox {
   std::vector<stamped> blocks;
 };
 
-MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersBlocksIntact, false) {
+/// malloc's and operator new's blocks, each freed by its own kind.
+struct with_malloc {
+  static void* allocate(std::size_t n) { return std::malloc(n); }
+  static void release(void* p, std::size_t) { std::free(p); }
+};
+struct with_new {
+  static void* allocate(std::size_t n) { return ::operator new(n); }
+  static void release(void* p, std::size_t n) { ::operator delete(p, n); }
+};
+
+/// Four threads allocate blocks of 1 B to 256 KiB, stamp them and hand each to another thread,
+/// which checks the stamp and frees it. \returns whether every block was served and intact.
+template <class Api>
+bool four_threads_free_each_others_blocks() {
   constexpr unsigned threads = 4;
   constexpr unsigned per_thread = 40000;
   inbox boxes[threads];
@@ -47,7 +61,7 @@ MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersBlocksIntact, false) {
     }
     for (const auto& b : mine) {
       corrupted += check_fill(b.p, b.n, b.seed) ? 0 : 1;
-      std::free(b.p);
+      Api::release(b.p, b.n);
     }
   };
   std::vector<std::thread> pool;
@@ -57,7 +71,7 @@ MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersBlocksIntact, false) {
       for (unsigned i = 0; i < per_thread; ++i) {
         // Mostly small blocks, one in 64 of up to 256 KiB.
         const std::size_t n = i % 64 == 0 ? 1 + rng() % (256 * 1024) : 1 + rng() % 2048;
-        void* p = escape(std::malloc(n));
+        void* p = escape(Api::allocate(n));
         not_served += p != nullptr && served(p) ? 0 : 1;
         const unsigned seed = t * per_thread + i;
         fill(p, n, seed);
@@ -83,13 +97,50 @@ MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersBlocksIntact, false) {
   for (auto& box : boxes) {
     drain(box);
   }
-  MEMKIT_CHECK(corrupted == 0);
-  MEMKIT_CHECK(not_served == 0);
+  return corrupted == 0 && not_served == 0;
 }
 
-/// In a forked child: allocate, free, start a thread that does too, and exit 0 if all went well.
+MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersMallocBlocksIntact, c_api) {
+  MEMKIT_CHECK(four_threads_free_each_others_blocks<with_malloc>());
+}
+
+MEMKIT_CONTRACT_CASE(FourThreadsDeleteEachOthersNewBlocksIntact, cxx_api) {
+  MEMKIT_CHECK(four_threads_free_each_others_blocks<with_new>());
+}
+
+/// Blocks the busy thread of the fork case publishes: each starts with its size, then a pattern
+/// seeded by the size. Atomic slots, not a mutex, which the child could inherit locked.
+constexpr std::size_t fork_slots = 64;
+std::atomic<void*> published[fork_slots];
+
+void* make_published(std::size_t n) {
+  void* p = std::malloc(n);
+  if (p != nullptr) {
+    std::memcpy(p, &n, sizeof n);
+    fill(static_cast<char*>(p) + sizeof n, n - sizeof n, static_cast<unsigned>(n));
+  }
+  return p;
+}
+
+/// \returns whether the published block `p` is intact, and frees it.
+bool free_published(void* p) {
+  std::size_t n = 0;
+  std::memcpy(&n, p, sizeof n);
+  const bool ok =
+      check_fill(static_cast<char*>(p) + sizeof n, n - sizeof n, static_cast<unsigned>(n));
+  std::free(p);
+  return ok;
+}
+
+/// In a forked child: frees the blocks of the busy thread, which does not exist here, allocates,
+/// frees, starts a thread that does too, and exits 0 if all went well.
 [[noreturn]] void child_after_fork() {
   bool ok = true;
+  for (auto& slot : published) {
+    if (void* p = slot.exchange(nullptr)) {
+      ok = free_published(p) && ok;
+    }
+  }
   std::vector<void*> blocks;
   for (std::size_t n = 1; n < 4 << 20; n = n * 2 + 3) {
     void* p = std::malloc(n);
@@ -111,18 +162,24 @@ MEMKIT_CONTRACT_CASE(FourThreadsFreeEachOthersBlocksIntact, false) {
   _exit(ok ? 0 : 1);
 }
 
-MEMKIT_CONTRACT_CASE(ForkWhileAnotherThreadAllocatesGivesAWorkingChild, false) {
+MEMKIT_CONTRACT_CASE(ForkWhileAnotherThreadAllocatesGivesAWorkingChild, c_api) {
   std::atomic<bool> stop{false};
-  std::thread busy([&stop] {
+  std::atomic<bool> intact{true};
+  std::thread busy([&stop, &intact] {
     std::mt19937 rng(9);
-    std::vector<void*> held(64, nullptr);
     while (!stop.load(std::memory_order_relaxed)) {
-      void*& slot = held[rng() % held.size()];
-      std::free(slot);
-      slot = std::malloc(1 + rng() % 70000);
+      // Small and large blocks, so the fork finds the thread in either path.
+      const std::size_t n = 16 + rng() % (rng() % 8 == 0 ? 300000 : 2000);
+      if (void* old = published[rng() % fork_slots].exchange(make_published(n))) {
+        if (!free_published(old)) {
+          intact = false;
+        }
+      }
     }
-    for (void* p : held) {
-      std::free(p);
+    for (auto& slot : published) {
+      if (void* p = slot.exchange(nullptr)) {
+        free_published(p);
+      }
     }
   });
   // Each child must finish within its deadline: a lock the busy thread held at fork() and
@@ -152,6 +209,7 @@ MEMKIT_CONTRACT_CASE(ForkWhileAnotherThreadAllocatesGivesAWorkingChild, false) {
   stop = true;
   busy.join();
   MEMKIT_CHECK(good == forks);
+  MEMKIT_CHECK(intact);
 }
 
 std::atomic<int> thread_local_frees{0};
@@ -171,7 +229,7 @@ struct frees_at_thread_exit {
 
 thread_local frees_at_thread_exit at_exit_holder;
 
-MEMKIT_CONTRACT_CASE(ThreadLocalDestructorsMayAllocateAndFree, false) {
+MEMKIT_CONTRACT_CASE(ThreadLocalDestructorsMayAllocateAndFree, c_api) {
   thread_local_frees = 0;
   constexpr int threads = 50;
   for (int i = 0; i < threads; ++i) {
@@ -185,32 +243,43 @@ MEMKIT_CONTRACT_CASE(ThreadLocalDestructorsMayAllocateAndFree, false) {
 }
 
 std::atomic<int> key_frees{0};
+pthread_key_t rearmed_key;
 
+/// Frees the thread's value; the first time, allocates a new one and sets it again, so glibc runs
+/// the destructor a second round (PTHREAD_DESTRUCTOR_ITERATIONS), after memkit's own key's.
 void free_key_value(void* value) {
-  if (check_fill(value, 500, 12)) {
-    ++key_frees;
-  }
+  // The round is in the block: 1 in its first byte for the first value, 2 for the second.
+  const unsigned char round = *static_cast<unsigned char*>(value);
+  const bool intact = check_fill(static_cast<char*>(value) + 1, round == 1 ? 499 : 699, round);
   std::free(value);
   delete[] escape(new char[64]);
+  if (intact && round == 1) {
+    auto* again = static_cast<unsigned char*>(std::malloc(700));
+    again[0] = 2;
+    fill(again + 1, 699, 2);
+    pthread_setspecific(rearmed_key, again);
+  } else if (intact && round == 2) {
+    ++key_frees;
+  }
 }
 
-MEMKIT_CONTRACT_CASE(PthreadKeyDestructorsMayAllocateAndFree, false) {
+MEMKIT_CONTRACT_CASE(PthreadKeyDestructorsMayAllocateAndFree, c_api) {
   key_frees = 0;
-  pthread_key_t key;
-  MEMKIT_CHECK(pthread_key_create(&key, free_key_value) == 0);
+  MEMKIT_CHECK(pthread_key_create(&rearmed_key, free_key_value) == 0);
   constexpr int threads = 50;
   for (int i = 0; i < threads; ++i) {
-    std::thread([key] {
-      void* value = std::malloc(500);
-      fill(value, 500, 12);
-      pthread_setspecific(key, value);
+    std::thread([] {
+      auto* value = static_cast<unsigned char*>(std::malloc(500));
+      value[0] = 1;
+      fill(value + 1, 499, 1);
+      pthread_setspecific(rearmed_key, value);
     }).join();
   }
-  pthread_key_delete(key);
+  pthread_key_delete(rearmed_key);
   MEMKIT_CHECK(key_frees == threads);
 }
 
-MEMKIT_CONTRACT_CASE(BlocksOutliveTheThreadsThatAllocatedThem, false) {
+MEMKIT_CONTRACT_CASE(BlocksOutliveTheThreadsThatAllocatedThem, c_api) {
   std::vector<std::pair<void*, unsigned>> left;
   std::mutex m;
   for (unsigned round = 0; round < 20; ++round) {
