@@ -1,5 +1,6 @@
 # Configures memkit from SOURCE_DIR in BINARY_DIR with MEMKIT_DEBUG=3 and MEMKIT_STATISTICS=ON and
-# nothing built (the headers alone, no replacement libraries), then installs it into PREFIX: the package tests/consumers/switches finds.
+# nothing built (the headers alone, no replacement libraries), then installs it into PREFIX: the
+# package tests/consumers/switches finds.
 # Variables: SOURCE_DIR, BINARY_DIR, PREFIX, GENERATOR, COMPILER.
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BINARY_DIR} -G ${GENERATOR}
