@@ -27,13 +27,6 @@ constexpr std::size_t max_size = SIZE_MAX;
 constexpr std::size_t kib = 1024;
 constexpr std::size_t mib = 1024 * kib;
 
-/// Sizes no allocator can serve: past PTRDIFF_MAX, 2^60 (beyond any x86-64 or AArch64 user
-/// address space, so it fails even under overcommit_memory=1), and just below SIZE_MAX, where
-/// adding a header or rounding up to a size class or page wraps around to a small size.
-const std::size_t impossible[] = {
-    max_size,      max_size / 2 + 1, std::size_t{1} << 60,
-    max_size - 15, max_size - 4095,  max_size - (std::size_t{1} << 20)};
-
 bool all_zero(const void* p, std::size_t n) {
   const auto* b = static_cast<const unsigned char*>(p);
   for (std::size_t i = 0; i < n; ++i) {
