@@ -1,13 +1,12 @@
 # Configures memkit from SOURCE_DIR in BINARY_DIR with MEMKIT_DEBUG=3 and MEMKIT_STATISTICS=ON and
-# nothing else built but the global replacement's libraries (src/, part of the package), then
-# installs it into PREFIX: the package tests/consumers/switches finds.
+# nothing built (the headers alone, no replacement libraries), then installs it into PREFIX: the
+# package tests/consumers/switches finds.
 # Variables: SOURCE_DIR, BINARY_DIR, PREFIX, GENERATOR, COMPILER.
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BINARY_DIR} -G ${GENERATOR}
     -DCMAKE_CXX_COMPILER=${COMPILER} -DMEMKIT_INSTALL=ON -DMEMKIT_BUILD_TESTS=OFF
     -DMEMKIT_BUILD_BENCHMARKS=OFF -DMEMKIT_BUILD_EXAMPLES=OFF -DMEMKIT_BUILD_APPS=OFF
-    -DMEMKIT_BUILD_FUZZERS=OFF -DMEMKIT_DEBUG=3 -DMEMKIT_STATISTICS=ON
+    -DMEMKIT_BUILD_FUZZERS=OFF -DMEMKIT_BUILD_REPLACEMENT=OFF -DMEMKIT_DEBUG=3 -DMEMKIT_STATISTICS=ON
   COMMAND_ERROR_IS_FATAL ANY)
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY_DIR} COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${PREFIX}
   COMMAND_ERROR_IS_FATAL ANY)
