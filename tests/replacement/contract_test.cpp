@@ -153,6 +153,30 @@ MEMKIT_CONTRACT_CASE(ReallocKeepsEveryUsableByteWhenGrowingAndShrinking, c_api) 
   }
 }
 
+MEMKIT_CONTRACT_CASE(ReallocGrowingAPageAtATimeKeepsEveryByte, c_api) {
+  // A buffer grown a little at a time, as a string builder does: large blocks may grow in place
+  // within their mapped region, and every usable byte must survive each step.
+  void* aligned = nullptr;
+  MEMKIT_CHECK(posix_memalign(&aligned, 64 * kib, 40 * kib) == 0);
+  for (void* p : {escape(std::malloc(1000)), aligned}) {
+    std::size_t kept = malloc_usable_size(p);
+    unsigned seed = 20;
+    fill(p, kept, seed);
+    bool ok = true;
+    for (std::size_t n = kept + 4 * kib; n <= 1 * mib; n += 4 * kib + 17) {
+      p = escape(std::realloc(p, n));
+      ok &= p != nullptr && served(p) && malloc_usable_size(p) >= n && check_fill(p, kept, seed);
+      if (p == nullptr) {
+        break;
+      }
+      kept = malloc_usable_size(p);
+      fill(p, kept, ++seed);
+    }
+    MEMKIT_CHECK(ok);
+    std::free(p);
+  }
+}
+
 MEMKIT_CONTRACT_CASE(FailedReallocLeavesTheBlockIntact, c_api) {
   for (const std::size_t n : {std::size_t{100}, 1 * mib}) {
     void* p = escape(std::malloc(n));
