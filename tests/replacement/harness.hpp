@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,13 @@ bool served(const void* p);
 /// memkit_stats_json (include/memkit/replacement.h) of the memkit and new_delete runs; 0 and
 /// nothing written in the glibc run.
 std::size_t stats_json(char* buffer, std::size_t size);
+
+/// Sizes no allocator can serve: past PTRDIFF_MAX, 2^60 (beyond any x86-64 or AArch64 user
+/// address space, so it fails even under overcommit_memory=1), and just below SIZE_MAX, where
+/// adding a header or rounding up to a size class or page wraps around to a small size.
+inline constexpr std::size_t impossible[] = {
+    SIZE_MAX,      SIZE_MAX / 2 + 1, std::size_t{1} << 60,
+    SIZE_MAX - 15, SIZE_MAX - 4095,  SIZE_MAX - (std::size_t{1} << 20)};
 
 /// \returns `n` through a volatile, so the compiler cannot fold a call with a known huge size.
 std::size_t opaque(std::size_t n);

@@ -18,10 +18,6 @@ namespace {
 
 using namespace memkit::contract;
 
-/// As in contract_test.cpp: past PTRDIFF_MAX, beyond the address space, and just below SIZE_MAX.
-constexpr std::size_t impossible[] = {SIZE_MAX,      SIZE_MAX / 2 + 1, std::size_t{1} << 60,
-                                      SIZE_MAX - 15, SIZE_MAX - 4095,  SIZE_MAX - (1 << 20)};
-
 /// A fresh block of `n` bytes (aligned to `alignment`) as the replacement must give it.
 bool good_block(void* p, std::size_t n, std::size_t alignment, unsigned seed) {
   if (p == nullptr || !served(p) || !is_aligned(p, alignment)) {

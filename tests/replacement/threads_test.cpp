@@ -108,6 +108,76 @@ MEMKIT_CONTRACT_CASE(FourThreadsDeleteEachOthersNewBlocksIntact, cxx_api) {
   MEMKIT_CHECK(four_threads_free_each_others_blocks<with_new>());
 }
 
+MEMKIT_CONTRACT_CASE(ReallocOfAnotherThreadsBlockKeepsItsBytes, c_api) {
+  // A block allocated by one thread, grown and shrunk by another, freed by a third.
+  constexpr unsigned count = 3000;
+  std::vector<stamped> blocks(count);
+  std::thread([&blocks] {
+    for (unsigned i = 0; i < count; ++i) {
+      const std::size_t n = 1 + (i * 7919) % 20000;
+      blocks[i] = {std::malloc(n), n, i};
+      fill(blocks[i].p, n, i);
+    }
+  }).join();
+  std::atomic<unsigned> bad{0};
+  std::thread([&blocks, &bad] {
+    for (auto& b : blocks) {
+      const std::size_t grown = b.n * 3 + 100;
+      void* p = std::realloc(b.p, grown);
+      bad += p != nullptr && served(p) && check_fill(p, b.n, b.seed) ? 0 : 1;
+      fill(p, grown, b.seed + 1);
+      const std::size_t shrunk = grown / 4 + 1;
+      b.p = std::realloc(p, shrunk);
+      bad += b.p != nullptr && check_fill(b.p, shrunk, b.seed + 1) ? 0 : 1;
+      b.n = shrunk;
+      b.seed += 1;
+    }
+  }).join();
+  std::thread([&blocks, &bad] {
+    for (const auto& b : blocks) {
+      bad += check_fill(b.p, b.n, b.seed) ? 0 : 1;
+      std::free(b.p);
+    }
+  }).join();
+  MEMKIT_CHECK(bad == 0);
+}
+
+MEMKIT_CONTRACT_CASE(TwoHundredFiftySixLiveThreadsFreeTheirNeighboursBlocks, c_api) {
+  // More threads alive at once than cores, counter slots or cached heaps: each allocates, waits
+  // until all have, then frees its neighbour's blocks.
+  constexpr unsigned threads = 256;
+  constexpr unsigned per_thread = 64;
+  std::vector<stamped> blocks(threads * per_thread);
+  std::atomic<unsigned> ready{0};
+  std::atomic<unsigned> bad{0};
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (unsigned i = 0; i < per_thread; ++i) {
+        const std::size_t n = 8 + (t * 131 + i * 29) % 3000;
+        stamped& b = blocks[t * per_thread + i];
+        b = {std::malloc(n), n, t * per_thread + i};
+        bad += b.p != nullptr && served(b.p) ? 0 : 1;
+        fill(b.p, n, b.seed);
+      }
+      ++ready;
+      while (ready.load() < threads) {
+        std::this_thread::yield();
+      }
+      const unsigned neighbour = (t + 1) % threads;
+      for (unsigned i = 0; i < per_thread; ++i) {
+        const stamped& b = blocks[neighbour * per_thread + i];
+        bad += check_fill(b.p, b.n, b.seed) ? 0 : 1;
+        std::free(b.p);
+      }
+    });
+  }
+  for (auto& th : pool) {
+    th.join();
+  }
+  MEMKIT_CHECK(bad == 0);
+}
+
 /// Blocks the busy thread of the fork case publishes: each starts with its size, then a pattern
 /// seeded by the size. Atomic slots, not a mutex, which the child could inherit locked.
 constexpr std::size_t fork_slots = 64;

@@ -1,9 +1,12 @@
 """A python3 workload for tests/replacement/real_programs.py: dicts, lists, strings, JSON round
-trips and four threads, with output that depends only on the computation (run it with
-PYTHONHASHSEED=0 and PYTHONMALLOC=malloc, so every object comes from malloc)."""
+trips, four threads, and child processes started (fork or vfork, then exec) while the other threads
+allocate, with output that depends only on the computation (run it with PYTHONHASHSEED=0 and
+PYTHONMALLOC=malloc, so every object comes from malloc)."""
 
 import hashlib
 import json
+import subprocess
+import sys
 import threading
 
 
@@ -44,6 +47,10 @@ def main():
 
     def worker(n):
         results[n] = churn(n + 1, 3)
+        if n == 0:
+            child = subprocess.run([sys.executable, "-c", "print(sum(range(100000)))"],
+                                   capture_output=True, text=True, check=True)
+            results[n] += " child " + child.stdout.strip()
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
     for t in threads:
