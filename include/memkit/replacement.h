@@ -16,8 +16,11 @@ extern "C" {
 int memkit_owns(const void* p);
 
 /** \effects writes the replacement's counters as one JSON object (the line MEMKIT_OPTIONS=stats:1
- * prints at exit), NUL-terminated, truncated to `size` bytes. \returns the object's length, which
- * is `size` or more when it was truncated. Allocates nothing. */
+ * prints at exit), NUL-terminated, truncated to `size` bytes. The call counts ("allocations",
+ * "deallocations", "bytes_in_use", "large_allocations") are kept only under MEMKIT_OPTIONS=stats:1
+ * and read 0 otherwise; "foreign_frees", "heaps", "mapped_bytes" and "peak_mapped_bytes" always.
+ * \returns the object's length, which is `size` or more when it was truncated. Allocates
+ * nothing. */
 size_t memkit_stats_json(char* buffer, size_t size);
 
 #ifdef __cplusplus
