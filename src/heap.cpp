@@ -21,7 +21,8 @@ namespace memkit::replacement {
 
 std::atomic<global_heap*> the_heap{nullptr};
 unsigned the_mode = mode_fast;
-std::atomic<global_heap*> the_fast_heap{nullptr};
+std::atomic<std::uintptr_t> fast_arena{no_arena};
+alignas(global_heap) unsigned char heap_storage[sizeof(global_heap)];
 
 namespace {
 
@@ -266,7 +267,6 @@ void after_fork() noexcept {
 }
 
 std::atomic<int> heap_state{0}; // 0: none, 1: being made, 2: made
-alignas(global_heap) unsigned char heap_storage[sizeof(global_heap)];
 
 std::size_t stats_json(char* out, std::size_t size) noexcept {
   std::size_t allocations = 0;
@@ -361,9 +361,10 @@ global_heap* make_heap() noexcept {
     the_mode = parse_options(std::getenv("MEMKIT_OPTIONS"));
     auto* h = ::new (heap_storage) global_heap;
     h->on_detach([]() noexcept { my_thread_heap = nullptr; });
+    char* const arena = h->upstream().reserve_arena();
     the_heap.store(h, std::memory_order_release);
-    if (the_mode == mode_fast) {
-      the_fast_heap.store(h, std::memory_order_release);
+    if (the_mode == mode_fast && arena != nullptr) {
+      fast_arena.store(detail::address(arena), std::memory_order_relaxed);
     }
     heap_state.store(2, std::memory_order_release);
     // Registering may allocate: the heap is published first, so that call is served normally.
@@ -383,8 +384,10 @@ void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
   }
   void* p = (the_mode & mode_debug) != 0 ? debug_allocate(*h, bytes, alignment)
                                          : h->allocate_any(bytes, alignment);
-  // The engine has bound a heap to this thread now, unless its exit began.
-  my_thread_heap = h->current_heap();
+  if (the_mode == mode_fast) {
+    // The engine has bound a heap to this thread now, unless its exit began.
+    my_thread_heap = h->current_heap();
+  }
   if (p != nullptr && (the_mode & mode_stats) != 0) {
     count_allocation(usable_size_of(p));
   }

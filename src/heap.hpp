@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 
 #include "memkit/config.hpp"
 #include "memkit/thread_cached.hpp"
@@ -54,12 +55,13 @@ public:
   /// \returns the calling thread's heap, or null (none yet, or its exit began).
   thread_heap* current_heap() const noexcept { return engine_.current_heap(); }
 
-  /// \returns a block of 1 to tc_max_class_size `bytes` from `t`, the calling thread's heap
-  /// (current_heap()), or null. The fast path of malloc.
-  MEMKIT_ALWAYS_INLINE void* allocate_small(thread_heap* t, std::size_t bytes) noexcept {
+  /// \returns a block of 1 to tc_max_class_size `bytes` from the current chunk of `t`, the
+  /// calling thread's heap (current_heap()), or null if that chunk has no free block. The fast
+  /// path of malloc.
+  MEMKIT_ALWAYS_INLINE static void* pop_small(thread_heap& t, std::size_t bytes) noexcept {
     const std::size_t cls =
         bytes <= direct_limit ? direct_class[(bytes + 15) >> 4] : detail::class_index(bytes);
-    return engine_.allocate_class_in(t, cls, bytes);
+    return engine::pop_class(t, cls, bytes);
   }
 
   /// free_found with `t`, the calling thread's heap (current_heap()).
@@ -81,7 +83,7 @@ public:
     if (p != c->blocks) {
       return false;
     }
-    const auto offset = static_cast<std::size_t>(c->blocks - reinterpret_cast<char*>(c));
+    const auto offset = static_cast<std::size_t>(c->blocks - detail::tc_base_of(c));
     const std::size_t room = os_upstream::region_size(c->bytes) - offset;
     if (bytes > room || bytes < room / 2) {
       return false;
@@ -128,8 +130,10 @@ enum mode : unsigned {
 extern std::atomic<global_heap*> the_heap;
 /// The modes of MEMKIT_OPTIONS; 0 keeps every entry point on its fast path.
 extern unsigned the_mode;
-/// the_heap when the_mode is mode_fast, else null: the one load the fast paths test.
-extern std::atomic<global_heap*> the_fast_heap;
+/// Where free's fast path looks: the base of the heap's arena (os_upstream) when the_mode is
+/// mode_fast, else `no_arena`, an address no arena_size bytes from which any pointer is.
+inline constexpr std::uintptr_t no_arena = 0 - os_upstream::arena_size;
+extern std::atomic<std::uintptr_t> fast_arena;
 
 /// \returns the modes MEMKIT_OPTIONS `text` asks for ("stats:1,debug:1"; null: none), reporting
 /// on stderr every item it does not know or whose value is not 0 or 1.
@@ -145,24 +149,35 @@ void free_foreign(void* p) noexcept;
 /// \returns the bytes usable at `p`, a live block of memkit's (any mode).
 std::size_t usable_size_of(const void* p) noexcept;
 
-/// \returns the heap, made on first use, when every entry point may take its fast path; else null.
-MEMKIT_ALWAYS_INLINE global_heap* fast_heap() noexcept {
-  return the_fast_heap.load(std::memory_order_acquire);
+/// The storage the_heap is made in: its address is a constant, so the fast paths, which run only
+/// once it was made, need not load it.
+extern unsigned char heap_storage[sizeof(global_heap)];
+MEMKIT_ALWAYS_INLINE global_heap& made_heap() noexcept {
+  return *std::launder(reinterpret_cast<global_heap*>(heap_storage));
 }
 
 /// The calling thread's heap of the_heap, kept here so the fast paths find it in one load of
 /// initial-exec TLS rather than through the thread registry's binding table: set by the slow path
-/// once the engine bound one, dropped by the engine's detach listener when the thread exits.
-/// `inline` and constant-initialized, so no TLS wrapper call guards it.
+/// once the engine bound one, in mode_fast only (so it also says the heap is made and the fast
+/// paths may run), dropped by the engine's detach listener when the thread exits. `inline` and
+/// constant-initialized, so no TLS wrapper call guards it.
 inline thread_local global_heap::thread_heap* my_thread_heap = nullptr;
+
+/// \returns a block of `bytes` (1 if 0) aligned to `alignment` from the calling thread's cache,
+/// or null: then allocate_slow.
+MEMKIT_ALWAYS_INLINE void* allocate_fast(std::size_t bytes, std::size_t alignment) noexcept {
+  global_heap::thread_heap* t = my_thread_heap;
+  if (MEMKIT_LIKELY(t != nullptr && alignment <= malloc_alignment &&
+                    bytes - 1 < detail::tc_max_class_size)) {
+    return global_heap::pop_small(*t, bytes);
+  }
+  return nullptr;
+}
 
 /// \returns a block of `bytes` (1 if 0) aligned to `alignment` (a power of two), or null.
 MEMKIT_ALWAYS_INLINE void* allocate(std::size_t bytes, std::size_t alignment) noexcept {
-  global_heap* h = fast_heap();
-  global_heap::thread_heap* t = my_thread_heap;
-  if (MEMKIT_LIKELY(h != nullptr && t != nullptr && alignment <= malloc_alignment &&
-                    bytes - 1 < detail::tc_max_class_size)) {
-    return h->allocate_small(t, bytes);
+  if (void* p = allocate_fast(bytes, alignment); MEMKIT_LIKELY(p != nullptr)) {
+    return p;
   }
   return allocate_slow(bytes, alignment);
 }
@@ -177,35 +192,40 @@ void tick_slow(global_heap& h) noexcept;
 /// only frees): through the engine, which binds one, then keeps that heap there.
 void free_unbound(global_heap& h, void* p, detail::tc_chunk* c) noexcept;
 
+/// Frees `p` if it lies in the arena and the_mode is mode_fast: a block of a chunk, whose header
+/// is found by masking its address. \returns whether it did; if not, free_slow.
+MEMKIT_ALWAYS_INLINE bool free_fast(void* p) noexcept {
+  if (MEMKIT_LIKELY(detail::address(p) - fast_arena.load(std::memory_order_relaxed) <
+                    os_upstream::arena_size)) {
+    // No arena lies within arena_size of address 0: null always takes free_slow.
+    MEMKIT_ASSUME(p != nullptr);
+    global_heap& h = made_heap();
+    detail::tc_chunk* const c = detail::tc_chunk_of(p);
+    if (global_heap::thread_heap* t = my_thread_heap; MEMKIT_LIKELY(t != nullptr)) {
+      h.free_from(p, c, t);
+    } else {
+      free_unbound(h, p, c);
+    }
+    if (MEMKIT_UNLIKELY(--frees_until_tick == 0)) {
+      tick_slow(h);
+    }
+    return true;
+  }
+  return false;
+}
+
 /// Frees `p` whatever handed it out (memkit or, before memkit took over, glibc); null is a no-op.
 MEMKIT_ALWAYS_INLINE void free(void* p) noexcept {
-  if (global_heap* h = fast_heap(); MEMKIT_LIKELY(h != nullptr)) {
-    if (detail::tc_chunk* c = h->find(p); MEMKIT_LIKELY(c != nullptr)) {
-      if (global_heap::thread_heap* t = my_thread_heap; MEMKIT_LIKELY(t != nullptr)) {
-        h->free_from(p, c, t);
-      } else {
-        free_unbound(*h, p, c);
-      }
-      if (MEMKIT_UNLIKELY(--frees_until_tick == 0)) {
-        tick_slow(*h);
-      }
-      return;
-    }
-    if (p != nullptr) {
-      free_foreign(p);
-    }
-    return;
+  if (!free_fast(p)) {
+    free_slow(p);
   }
-  free_slow(p);
 }
 
 /// free(p) for a sized delete: the size is checked in debug mode, ignored otherwise.
 MEMKIT_ALWAYS_INLINE void free_sized(void* p, std::size_t bytes) noexcept {
-  if (MEMKIT_LIKELY(fast_heap() != nullptr)) {
-    free(p);
-    return;
+  if (!free_fast(p)) {
+    free_sized_slow(p, bytes);
   }
-  free_sized_slow(p, bytes);
 }
 
 } // namespace memkit::replacement

@@ -14,12 +14,21 @@ extern "C" void* __libc_realloc(void* p, std::size_t bytes); // glibc's own real
 namespace memkit::replacement {
 namespace {
 
-void* allocate_or_enomem(std::size_t bytes, std::size_t alignment) noexcept {
-  void* p = allocate(bytes, alignment);
-  if (MEMKIT_UNLIKELY(p == nullptr)) {
+MEMKIT_NOINLINE void* allocate_slow_or_enomem(std::size_t bytes, std::size_t alignment) noexcept {
+  void* p = allocate_slow(bytes, alignment);
+  if (p == nullptr) {
     errno = ENOMEM;
   }
   return p;
+}
+
+// The fast path returns a block or nothing, so it needs no errno and no register kept across a
+// call: the slow path is a tail call.
+MEMKIT_ALWAYS_INLINE void* allocate_or_enomem(std::size_t bytes, std::size_t alignment) noexcept {
+  if (void* p = allocate_fast(bytes, alignment); MEMKIT_LIKELY(p != nullptr)) {
+    return p;
+  }
+  return allocate_slow_or_enomem(bytes, alignment);
 }
 
 bool is_power_of_two(std::size_t a) noexcept { return a != 0 && (a & (a - 1)) == 0; }

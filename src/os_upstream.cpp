@@ -37,15 +37,33 @@ std::size_t os_upstream::region_size(std::size_t bytes) noexcept {
   return detail::round_up(n, step);
 }
 
+char* os_upstream::reserve_arena() noexcept {
+  if (arena_ == nullptr) {
+    arena_ = static_cast<char*>(detail::os::map_aligned(arena_size, detail::tc_chunk_size, true));
+    arena_next_ = arena_;
+  }
+  return arena_;
+}
+
 void* os_upstream::try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
   if (!servable(bytes, alignment)) {
     return nullptr;
   }
   purge(false);
   if (is_chunk_request(bytes, alignment)) {
+    if (void* c = arena_free_; c != nullptr) {
+      arena_free_ = *static_cast<void**>(c);
+      *static_cast<void**>(c) = nullptr; // fresh memory reads as zeros
+      return c;
+    }
     if (reserved_ == reserved_end_) {
-      void* r = map(reservation_size, detail::tc_chunk_size);
-      if (r == nullptr) {
+      void* r = nullptr;
+      if (arena_ != nullptr && arena_next_ != arena_ + arena_size &&
+          detail::os::commit(arena_next_, reservation_size)) {
+        r = arena_next_;
+        arena_next_ += reservation_size;
+        count_mapped(reservation_size);
+      } else if ((r = map(reservation_size, detail::tc_chunk_size)) == nullptr) {
         return map(bytes, alignment);
       }
       reserved_ = static_cast<char*>(r);
@@ -70,7 +88,13 @@ void os_upstream::deallocate(void* p, std::size_t bytes, std::size_t alignment) 
     return;
   }
   if (is_chunk_request(bytes, alignment)) {
-    unmap(p, bytes);
+    if (in_arena(p)) {
+      detail::os::decommit(p, bytes);
+      *static_cast<void**>(p) = arena_free_;
+      arena_free_ = p;
+    } else {
+      unmap(p, bytes);
+    }
     return;
   }
   const std::size_t n = region_size(bytes);
@@ -134,10 +158,14 @@ void* os_upstream::map(std::size_t bytes, std::size_t alignment) noexcept {
   void* p =
       alignment <= page_size ? detail::os::map(bytes) : detail::os::map_aligned(bytes, alignment);
   if (p != nullptr) {
-    mapped_ += bytes;
-    peak_mapped_ = mapped_ > peak_mapped_ ? mapped_ : peak_mapped_;
+    count_mapped(bytes);
   }
   return p;
+}
+
+void os_upstream::count_mapped(std::size_t bytes) noexcept {
+  mapped_ += bytes;
+  peak_mapped_ = mapped_ > peak_mapped_ ? mapped_ : peak_mapped_;
 }
 
 void os_upstream::unmap(void* p, std::size_t bytes) noexcept {

@@ -5,12 +5,19 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "memkit/detail/align.hpp"
 #include "memkit/upstream.hpp"
 
 namespace memkit::replacement {
 
 /// Serves the thread_cached engine (src/heap.hpp) from mmap (detail/os.hpp):
-/// - 64 KiB chunks are carved from 4 MiB reservations aligned to 64 KiB, one mmap per 64 chunks;
+/// - 64 KiB chunks are carved from 4 MiB reservations aligned to 64 KiB, 64 chunks at a time,
+///   committed in the arena while it lasts (below), each mapped on its own after that;
+/// - the arena: `arena_size` bytes of address space reserved once (reserve_arena; no memory, no
+///   commit charge) that chunks are committed in, so whether a pointer lies in a chunk of it is
+///   one subtraction and one comparison, no chunk-map lookup: free's fast path (heap.hpp). It is
+///   never unmapped: a chunk-sized request given back (a large block's region can be one) is
+///   decommitted and kept for the next, so no other mapping takes its place;
 /// - every other request maps a region of its own, its size rounded up on a grid of eight steps
 ///   per power of two (at most 12.5 % above the request), so a freed region fits any later request
 ///   that rounds to the same size;
@@ -23,6 +30,9 @@ namespace memkit::replacement {
 class os_upstream : public detail::unbounded_resource<os_upstream> {
 public:
   static constexpr std::size_t reservation_size = std::size_t{4} << 20;
+  /// 32 GiB of address space (of x86-64's 128 TiB for a process), half a million chunks: the
+  /// most valgrind lets a program reserve at once, so its tools measure the same fast paths.
+  static constexpr std::size_t arena_size = std::size_t{32} << 30;
   static constexpr std::size_t cache_slots = 32;
   static constexpr std::size_t cache_region_limit = std::size_t{16} << 20;
   static constexpr std::size_t cache_bytes_limit = std::size_t{64} << 20;
@@ -33,6 +43,8 @@ public:
   static constexpr bool thread_safe = false;
   const char* name() const noexcept { return "memkit::replacement::os_upstream"; }
 
+  /// \effects reserves the arena, if the address space allows. \returns its base, or null.
+  char* reserve_arena() noexcept;
   void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept;
   void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept;
 
@@ -63,7 +75,15 @@ private:
   void drop_kept(std::size_t i) noexcept;
   void erase_kept(std::size_t i) noexcept;
 
-  char* reserved_ = nullptr; ///< next chunk of the current reservation
+  bool in_arena(const void* p) const noexcept {
+    return arena_ != nullptr && detail::address(p) - detail::address(arena_) < arena_size;
+  }
+  void count_mapped(std::size_t bytes) noexcept;
+
+  char* arena_ = nullptr;      ///< the arena's base, or null
+  char* arena_next_ = nullptr; ///< its first reservation not committed yet
+  void* arena_free_ = nullptr; ///< chunks of it given back, linked through their first word
+  char* reserved_ = nullptr;   ///< next chunk of the current reservation
   char* reserved_end_ = nullptr;
   kept kept_[cache_slots] = {};
   std::size_t kept_count_ = 0;

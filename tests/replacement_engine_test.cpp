@@ -218,6 +218,86 @@ TEST(ReplacementEngine, LargeRegionsAreUnmappedOrKeptWithinTheCacheBound) {
   EXPECT_LE(stats_field("mapped_bytes"), before + mr::os_upstream::cache_bytes_limit);
 }
 
+TEST(ReplacementEngine, FreeingALargeBlockForgetsOnlyItsOwnRegion) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug mode's guards move the blocks off the regions' window bounds";
+  }
+  // Blocks whose regions are two windows of the chunk map exactly (the block follows the header
+  // room), which the OS tends to place side by side: freeing one must leave its neighbours found.
+  // A header sits up to tc_header_room bytes into its region, so erasing the map from the header
+  // rather than the base forgot the next region's first window.
+  constexpr std::size_t n = 2 * memkit::detail::tc_chunk_size - memkit::detail::tc_header_room;
+  std::vector<unsigned char*> blocks;
+  for (int i = 0; i < 64; ++i) {
+    blocks.push_back(static_cast<unsigned char*>(mr::allocate(n, 16)));
+    ASSERT_NE(blocks.back(), nullptr);
+    stamp(blocks.back(), n, static_cast<unsigned char>(i));
+  }
+  std::size_t neighbours = 0; // live blocks right above a freed one's region
+  for (std::size_t i = 0; i < blocks.size(); i += 2) {
+    const std::uintptr_t end = memkit::detail::address(blocks[i]) + n;
+    for (std::size_t j = 1; j < blocks.size(); j += 2) {
+      neighbours += memkit::detail::address(blocks[j]) - end < 2 * memkit::page_size ? 1 : 0;
+    }
+    mr::free(blocks[i]);
+  }
+  for (std::size_t i = 1; i < blocks.size(); i += 2) {
+    EXPECT_EQ(memkit_owns(blocks[i]), 1) << i;
+    EXPECT_EQ(memkit_owns(blocks[i] + n - 1), 1) << i;
+    EXPECT_TRUE(stamped(blocks[i], n, static_cast<unsigned char>(i))) << i;
+    EXPECT_GE(mr::usable_size_of(blocks[i]), n) << i;
+    mr::free(blocks[i]);
+  }
+  EXPECT_GT(neighbours, 0u) << "no region lay right above another: nothing was checked";
+}
+
+TEST(ReplacementEngine, AChunkSizedRegionGivenBackIsReused) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
+  }
+  // Its region is one chunk of the arena: given back, it must serve the next such request rather
+  // than be lost to the arena, which never unmaps.
+  constexpr std::size_t n = memkit::detail::tc_chunk_size - memkit::detail::tc_header_room;
+  void* p = mr::allocate(n, 16);
+  ASSERT_NE(p, nullptr);
+  EXPECT_LT(memkit::detail::address(p) - mr::fast_arena.load(), mr::os_upstream::arena_size);
+  mr::free(p);
+  void* q = mr::allocate(n, 16);
+  EXPECT_EQ(q, p);
+  stamp(static_cast<unsigned char*>(q), n, 3);
+  EXPECT_TRUE(stamped(static_cast<unsigned char*>(q), n, 3));
+  mr::free(q);
+}
+
+TEST(ReplacementEngine, SmallBlocksComeFromTheArenaAndHeadersTakeEveryColour) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug mode takes no fast path";
+  }
+  const std::uintptr_t arena = mr::fast_arena.load();
+  ASSERT_NE(arena, mr::no_arena) << "the arena could be reserved here";
+  // One block in each of 64 fresh chunks (8 KiB blocks, 7 a chunk): consecutive chunks, every
+  // colour, each header found by masking and by the map alike.
+  std::vector<void*> blocks;
+  std::vector<bool> colour(memkit::detail::tc_colors);
+  for (int i = 0; i < 64 * 7; ++i) {
+    void* p = mr::allocate(8192, 16);
+    ASSERT_NE(p, nullptr);
+    EXPECT_LT(memkit::detail::address(p) - arena, mr::os_upstream::arena_size);
+    memkit::detail::tc_chunk* c = memkit::detail::tc_chunk_of(p);
+    EXPECT_EQ(mr::the_heap.load()->find(p), c);
+    EXPECT_GE(static_cast<char*>(p), reinterpret_cast<char*>(c + 1)) << "blocks after the header";
+    colour[(memkit::detail::address(c) % memkit::detail::tc_header_room) /
+           sizeof(memkit::detail::tc_chunk)] = true;
+    blocks.push_back(p);
+  }
+  for (std::size_t k = 0; k < colour.size(); ++k) {
+    EXPECT_TRUE(colour[k]) << "no header of colour " << k;
+  }
+  for (void* p : blocks) {
+    mr::free(p);
+  }
+}
+
 TEST(ReplacementEngine, BlocksResizeInPlaceWithinTheirClassOrRegion) {
   if (debug_run()) {
     GTEST_SKIP() << "debug blocks always move (realloc): the engine's block sits behind a guard";

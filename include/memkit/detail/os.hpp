@@ -43,17 +43,31 @@ inline void* map(std::size_t bytes) noexcept {
 /// Returns `[p, p + bytes)` to the kernel. \requires the range is whole pages obtained from map().
 inline void unmap(void* p, std::size_t bytes) noexcept { ::munmap(p, bytes); }
 
-/// \returns `bytes` of fresh anonymous memory aligned to `alignment`, or null. mmap only promises
-/// page alignment, so this reserves `alignment - page_size()` extra bytes and unmaps the unaligned
-/// head and the unused tail; the result is one mapping that unmap(p, bytes) returns.
+/// \returns `bytes` of address space no access is allowed to, charged to no memory limit (even
+/// under strict overcommit) until commit() makes parts of it usable; or null.
+inline void* reserve(std::size_t bytes) noexcept {
+  void* p = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+/// \effects makes `[p, p + bytes)` of a reserve()d range read-write, zero-filled.
+/// \returns whether the kernel did it (it may refuse under strict overcommit).
+inline bool commit(void* p, std::size_t bytes) noexcept {
+  return ::mprotect(p, bytes, PROT_READ | PROT_WRITE) == 0;
+}
+
+/// \returns `bytes` of fresh anonymous memory aligned to `alignment`, or null: map() or, with
+/// `reserved`, reserve(). mmap only promises page alignment, so this maps
+/// `alignment - page_size()` extra bytes and unmaps the unaligned head and the unused tail; the
+/// result is one mapping that unmap(p, bytes) returns.
 /// \requires `bytes` and `alignment` are multiples of page_size(), `alignment` a power of two.
-inline void* map_aligned(std::size_t bytes, std::size_t alignment) noexcept {
+inline void* map_aligned(std::size_t bytes, std::size_t alignment, bool reserved = false) noexcept {
   const std::size_t slack = alignment - page_size();
   if (bytes > static_cast<std::size_t>(-1) - slack) {
     return nullptr;
   }
   const std::size_t total = bytes + slack;
-  auto* base = static_cast<char*>(map(total));
+  auto* base = static_cast<char*>(reserved ? reserve(total) : map(total));
   if (base == nullptr) {
     return nullptr;
   }

@@ -83,19 +83,30 @@ public:
   MEMKIT_ALWAYS_INLINE void* allocate_class_in(heap* h, std::size_t cls,
                                                std::size_t bytes) noexcept {
     if (MEMKIT_LIKELY(h != nullptr)) {
-      tc_chunk* c = h->bins[cls].current;
-      if (MEMKIT_LIKELY(!c->free.empty())) {
-        void* const p = c->free.pop();
-        ++c->used;
-        // The whole block is handed out, not just `bytes`: usable_size() promises every byte of
-        // the class is writable, as malloc_usable_size(3) does. Poisoning therefore catches
-        // overruns past the class size, not within it.
-        unpoison(p, c->block_size);
-        h->counters.on_allocate(bytes);
+      if (void* const p = pop_class(*h, cls, bytes); MEMKIT_LIKELY(p != nullptr)) {
         return p;
       }
     }
     return allocate_class_slow(h, cls, bytes);
+  }
+
+  /// The allocation fast path alone: a block of class `cls` from the current chunk of `h`, the
+  /// calling thread's heap, or null when that chunk's free list is empty (allocate_class_in then
+  /// refills it).
+  MEMKIT_ALWAYS_INLINE static void* pop_class(heap& h, std::size_t cls,
+                                              std::size_t bytes) noexcept {
+    tc_chunk* c = h.bins[cls].current;
+    if (MEMKIT_LIKELY(!c->free.empty())) {
+      void* const p = c->free.pop();
+      ++c->used;
+      // The whole block is handed out, not just `bytes`: usable_size() promises every byte of
+      // the class is writable, as malloc_usable_size(3) does. Poisoning therefore catches
+      // overruns past the class size, not within it.
+      unpoison(p, c->block_size);
+      h.counters.on_allocate(bytes);
+      return p;
+    }
+    return nullptr;
   }
 
   /// The free fast path: a block of a chunk the calling thread's heap owns goes on that chunk's
@@ -130,14 +141,13 @@ public:
   /// \returns a region of its own for `bytes` aligned to `alignment` (at most page_size), or null.
   MEMKIT_NOINLINE void* allocate_large(std::size_t bytes, std::size_t alignment) noexcept {
     const std::size_t n = bytes == 0 ? 1 : bytes;
-    const std::size_t offset = alignment > sizeof(tc_chunk) ? alignment : sizeof(tc_chunk);
-    if (n > unbounded_size - offset) {
+    if (depot::large_region(n, alignment) == 0) {
       return fail();
     }
     void* p = nullptr;
     {
       const std::lock_guard<std::mutex> lock(depot_.mutex());
-      if ((p = depot_.allocate_large(n, offset)) == nullptr) {
+      if ((p = depot_.allocate_large(n, alignment)) == nullptr) {
         return fail();
       }
     }
@@ -199,8 +209,7 @@ public:
       return in_range(p, c->blocks, c->size);
     }
     return in_range(p, c->blocks,
-                    tc_chunk_size -
-                        static_cast<std::size_t>(c->blocks - reinterpret_cast<const char*>(c)));
+                    static_cast<std::size_t>(tc_base_of(c) + tc_chunk_size - c->blocks));
   }
 
   /// \returns the calling thread's heap, or null (none bound yet, or its exit began).
@@ -238,7 +247,7 @@ public:
   /// \effects gives back what has waited long enough (tc_depot::tick), as any visit to the depot
   /// does: for a caller whose threads run on their caches alone for a long time.
   void tick() noexcept {
-    if constexpr (tc_depot<Upstream, heap>::decommits) {
+    if constexpr (depot::decommits) {
       const std::lock_guard<std::mutex> lock(depot_.mutex());
       depot_.tick();
     }
@@ -447,14 +456,14 @@ private:
   // the largest power of two dividing the class size (the chunk is aligned to its size).
   void format(tc_chunk* c, heap& h, std::size_t cls) noexcept {
     const std::size_t s = class_size_[cls];
-    const std::size_t capacity = (tc_chunk_size - sizeof(tc_chunk)) / s;
-    char* const base = reinterpret_cast<char*>(c);
+    char* const end = tc_base_of(c) + tc_chunk_size;
+    const std::size_t capacity = static_cast<std::size_t>(end - reinterpret_cast<char*>(c + 1)) / s;
     c->owner = &h;
     c->cls = static_cast<std::uint32_t>(cls);
     c->block_size = static_cast<std::uint32_t>(s);
-    c->blocks = base + tc_chunk_size - capacity * s;
+    c->blocks = end - capacity * s;
     c->bump = c->blocks;
-    c->end = base + tc_chunk_size;
+    c->end = end;
     c->free.clear();
     c->used = 0;
     c->capacity = static_cast<std::uint32_t>(capacity);
@@ -622,7 +631,8 @@ private:
   std::size_t batch_blocks_;
 
   // Everything shared, behind one lock the fast paths never take.
-  tc_depot<Upstream, heap> depot_;
+  using depot = tc_depot<Upstream, heap>;
+  depot depot_;
   statistics retired_; ///< totals of heaps given back by release()
   mutable std::size_t peak_bytes_ = 0;
   mutable std::size_t peak_blocks_ = 0;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "../config.hpp"
+#include "../resource.hpp"
 #include "../stats.hpp"
 #include "assert.hpp"
 #include "chunk_map.hpp"
@@ -96,7 +97,7 @@ public:
       for (tc_chunk* c = free_; c != nullptr; c = c->next) {
         if (c->freed_at != 0 && (everything || now - c->freed_at >= Upstream::delay_ms)) {
           // The header's page stays: it links the chunk into this list.
-          upstream_.decommit(reinterpret_cast<char*>(c) + page_size, tc_chunk_size - page_size);
+          upstream_.decommit(tc_base_of(c) + page_size, tc_chunk_size - page_size);
           c->freed_at = 0;
           given += tc_chunk_size - page_size;
         }
@@ -113,7 +114,7 @@ public:
     if (base == nullptr) {
       return nullptr;
     }
-    auto* c = ::new (base) tc_chunk{};
+    auto* c = ::new (tc_header_at(base)) tc_chunk{};
     c->bytes = tc_chunk_size;
     if (!map_.insert(counted_, base, tc_chunk_size)) {
       upstream_deallocate(base, tc_chunk_size, tc_chunk_size);
@@ -124,23 +125,32 @@ public:
     return c;
   }
 
-  /// \returns a block of `n` bytes at `offset` (a power of two, at least a header) into a region
-  /// of its own aligned to the larger of `offset` and a chunk, whose header says so; or null. At
-  /// an offset of a chunk or more, the header is found only through `find` (tc_chunk_of would
-  /// mask the block's address to the block itself).
-  void* allocate_large(std::size_t n, std::size_t offset) noexcept {
+  /// \returns the bytes a region for `n` bytes aligned to `alignment` takes, or 0 if too many.
+  static std::size_t large_region(std::size_t n, std::size_t alignment) noexcept {
+    const std::size_t room = round_up(tc_header_room, alignment);
+    return n > unbounded_size - room ? 0 : room + n;
+  }
+
+  /// \returns a block of `n` bytes aligned to `alignment` (a power of two) in a region of its own,
+  /// aligned to the larger of `alignment` and a chunk, right after the region's header; or null.
+  /// The block lies within tc_header_room bytes, rounded up to `alignment`, of the region's base;
+  /// at an alignment of a chunk or more the header is found only through `find` (tc_chunk_of
+  /// would mask the block's address to the block itself).
+  /// \requires large_region(n, alignment) is not 0.
+  void* allocate_large(std::size_t n, std::size_t alignment) noexcept {
     tick();
-    void* base = upstream_try_allocate(offset + n, large_alignment(offset));
+    const std::size_t bytes = large_region(n, alignment);
+    void* base = upstream_try_allocate(bytes, large_alignment(alignment));
     if (base == nullptr) {
       return nullptr;
     }
-    auto* c = ::new (base) tc_chunk{};
+    auto* c = ::new (tc_header_at(base)) tc_chunk{};
     c->cls = tc_large_class;
-    c->bytes = offset + n;
-    c->blocks = static_cast<char*>(base) + offset;
+    c->bytes = bytes;
+    c->blocks = tc_base_of(c) + round_up(address(c + 1) - address(base), alignment);
     c->size = n;
     if (!map_.insert(counted_, base, c->bytes)) {
-      upstream_deallocate(base, c->bytes, large_alignment(offset));
+      upstream_deallocate(base, c->bytes, large_alignment(alignment));
       return nullptr;
     }
     c->link_next = large_;
@@ -154,7 +164,7 @@ public:
   /// \effects gives the region of large block header `c` back to the upstream.
   void free_large(tc_chunk* c) noexcept {
     tick();
-    map_.erase(c, c->bytes);
+    map_.erase(tc_base_of(c), c->bytes);
     if (c->link_prev != nullptr) {
       c->link_prev->link_next = c->link_next;
     } else {
@@ -163,7 +173,7 @@ public:
     if (c->link_next != nullptr) {
       c->link_next->link_prev = c->link_prev;
     }
-    upstream_deallocate(c, c->bytes, large_alignment(c));
+    upstream_deallocate(tc_base_of(c), c->bytes, large_alignment(c));
   }
 
   /// \returns an exited thread's heap, whole, or a new one; null if none could be made.
@@ -238,21 +248,21 @@ public:
   }
 
   /// \returns the chunk or large-region header covering `p`, or null. Lock-free.
-  tc_chunk* find(const void* p) const noexcept { return static_cast<tc_chunk*>(map_.find(p)); }
+  tc_chunk* find(const void* p) const noexcept { return tc_header_at(map_.find(p)); }
 
   /// \effects every chunk, region, heap and map node goes back to the upstream.
   /// \requires quiescence; the mutex held or not.
   void release() noexcept {
     for (tc_chunk* c = chunks_; c != nullptr;) {
       tc_chunk* const next = c->link_next;
-      unpoison_kept(c, tc_chunk_size);
-      upstream_deallocate(c, tc_chunk_size, tc_chunk_size);
+      unpoison_kept(tc_base_of(c), tc_chunk_size);
+      upstream_deallocate(tc_base_of(c), tc_chunk_size, tc_chunk_size);
       c = next;
     }
     for (tc_chunk* c = large_; c != nullptr;) {
       tc_chunk* const next = c->link_next;
-      unpoison_kept(c, c->bytes);
-      upstream_deallocate(c, c->bytes, large_alignment(c));
+      unpoison_kept(tc_base_of(c), c->bytes);
+      upstream_deallocate(tc_base_of(c), c->bytes, large_alignment(c));
       c = next;
     }
     for (Heap* h = heaps_; h != nullptr;) {
@@ -270,11 +280,13 @@ public:
   Upstream& upstream() noexcept { return upstream_; }
 
 private:
-  static std::size_t large_alignment(std::size_t offset) noexcept {
-    return offset > tc_chunk_size ? offset : tc_chunk_size;
+  static std::size_t large_alignment(std::size_t alignment) noexcept {
+    return alignment > tc_chunk_size ? alignment : tc_chunk_size;
   }
+  // The block's offset is below a chunk unless the alignment is a chunk or more; then it is the
+  // alignment.
   static std::size_t large_alignment(const tc_chunk* c) noexcept {
-    return large_alignment(static_cast<std::size_t>(c->blocks - reinterpret_cast<const char*>(c)));
+    return large_alignment(static_cast<std::size_t>(c->blocks - tc_base_of(c)));
   }
 
   void* upstream_try_allocate(std::size_t bytes, std::size_t alignment) noexcept {

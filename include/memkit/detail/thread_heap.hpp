@@ -58,10 +58,34 @@ struct alignas(cache_line_size) tc_chunk {
 };
 static_assert(sizeof(tc_chunk) == 2 * cache_line_size);
 
+/// Where in its chunk a header sits: headers are coloured, `tc_colors` places a header apart, by
+/// the chunk's address. Chunks are aligned to 64 KiB, so uncoloured headers would all fall in the
+/// same two sets of every cache whose way is 64 KiB or less (L1's 4 KiB, and so on): a thread
+/// using more classes than L1 has ways (mt-local's 32 on a 12-way L1) then missed L1 on about two
+/// header lines per call, one in 2.3 calls in all (cachegrind). Consecutive chunks take
+/// consecutive colours, so 16 chunks' headers fill 32 distinct sets; the cost is up to 1,920
+/// bytes of a chunk's blocks (960 on average, 1.5 %).
+inline constexpr std::size_t tc_colors = 16;
+/// The bytes from a chunk's base that its header may reach: the blocks begin at or after it.
+inline constexpr std::size_t tc_header_room = tc_colors * sizeof(tc_chunk);
+static_assert(tc_header_room <= page_size, "a chunk's header lies in its first page");
+
+/// \returns the header of the chunk (or large region) at `base`, 64 KiB-aligned; null for null.
+inline tc_chunk* tc_header_at(void* base) noexcept {
+  return reinterpret_cast<tc_chunk*>(static_cast<char*>(base) + (address(base) >> tc_chunk_shift) %
+                                                                    tc_colors * sizeof(tc_chunk));
+}
+
+/// \returns the base of the chunk or large region whose header is `c` (a header lies in the
+/// first tc_header_room bytes of a 64 KiB-aligned base).
+inline char* tc_base_of(const tc_chunk* c) noexcept {
+  return reinterpret_cast<char*>(address(c) & ~(tc_chunk_size - 1));
+}
+
 /// \returns the header of the chunk holding `p`. \requires `p` came from a thread-caching
 /// resource (the chunk map screens other pointers first where that is checked).
 inline tc_chunk* tc_chunk_of(const void* p) noexcept {
-  return reinterpret_cast<tc_chunk*>(address(p) & ~(tc_chunk_size - 1));
+  return tc_header_at(reinterpret_cast<void*>(address(p) & ~(tc_chunk_size - 1)));
 }
 
 /// What every heap's empty bins point at, so the allocation fast path tests only the free list:
