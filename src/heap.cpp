@@ -360,7 +360,7 @@ global_heap* make_heap() noexcept {
     // The first call of all. getenv allocates nothing.
     the_mode = parse_options(std::getenv("MEMKIT_OPTIONS"));
     auto* h = ::new (heap_storage) global_heap;
-    h->on_detach([]() noexcept { my_thread_heap = nullptr; });
+    h->on_detach([]() noexcept { me.heap = nullptr; });
     char* const arena = h->upstream().reserve_arena();
     the_heap.store(h, std::memory_order_release);
     if (the_mode == mode_fast && arena != nullptr) {
@@ -386,7 +386,7 @@ void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
                                          : h->allocate_any(bytes, alignment);
   if (the_mode == mode_fast) {
     // The engine has bound a heap to this thread now, unless its exit began.
-    my_thread_heap = h->current_heap();
+    me.heap = h->current_heap();
   }
   if (p != nullptr && (the_mode & mode_stats) != 0) {
     count_allocation(usable_size_of(p));
@@ -412,7 +412,7 @@ void free_slow(void* p) noexcept {
   } else {
     h->free_found(p, c);
   }
-  if (--frees_until_tick == 0) {
+  if (--me.frees_until_tick == 0) {
     tick_slow(*h);
   }
 }
@@ -437,11 +437,11 @@ std::size_t trim() noexcept {
 
 void free_unbound(global_heap& h, void* p, detail::tc_chunk* c) noexcept {
   h.free_found(p, c);
-  my_thread_heap = h.current_heap();
+  me.heap = h.current_heap();
 }
 
 void tick_slow(global_heap& h) noexcept {
-  frees_until_tick = frees_per_tick;
+  me.frees_until_tick = frees_per_tick;
   h.tick();
 }
 

@@ -12,6 +12,10 @@
 #include "memkit/thread_cached.hpp"
 #include "os_upstream.hpp"
 
+// Everything here is internal to the library or program it is built into: hidden, so the fast
+// paths reach fast_arena, heap_storage and the rest directly rather than through the GOT.
+#pragma GCC visibility push(hidden)
+
 namespace memkit::replacement {
 
 /// malloc's alignment on x86-64 and AArch64 glibc: every block is aligned to 16.
@@ -21,21 +25,6 @@ inline constexpr std::size_t malloc_alignment = 16;
 /// Its sizeless free finds a block's header through the chunk map, which also tells a pointer the
 /// replacement never handed out from one of its own without reading memory at the pointer.
 class global_heap final : public thread_cached<os_upstream> {
-  // Requests up to 1 KiB, most of a program's, find their class in a table by 16-byte step
-  // rather than by class_index's bit scan: a load instead of eight instructions.
-  static constexpr std::size_t direct_limit = 1024;
-  struct class_table {
-    std::uint8_t of[direct_limit / 16 + 1];
-  };
-  static constexpr class_table direct_class_table = [] {
-    class_table t{};
-    for (std::size_t step = 1; step <= direct_limit / 16; ++step) {
-      t.of[step] = static_cast<std::uint8_t>(detail::class_index(step * 16));
-    }
-    return t;
-  }();
-  static constexpr const std::uint8_t* direct_class = direct_class_table.of;
-
 public:
   global_heap() noexcept;
 
@@ -55,13 +44,17 @@ public:
   /// \returns the calling thread's heap, or null (none yet, or its exit began).
   thread_heap* current_heap() const noexcept { return engine_.current_heap(); }
 
-  /// \returns a block of 1 to tc_max_class_size `bytes` from the current chunk of `t`, the
-  /// calling thread's heap (current_heap()), or null if that chunk has no free block. The fast
-  /// path of malloc.
+  /// \returns a block of `bytes` (the smallest class if 0) from the current chunk of `t`, the
+  /// calling thread's heap (current_heap()), or null if that chunk has no free block or `bytes`
+  /// is above every class. The fast path of malloc.
   MEMKIT_ALWAYS_INLINE static void* pop_small(thread_heap& t, std::size_t bytes) noexcept {
-    const std::size_t cls =
-        bytes <= direct_limit ? direct_class[(bytes + 15) >> 4] : detail::class_index(bytes);
-    return engine::pop_class(t, cls, bytes);
+    if (bytes <= detail::table_class_limit) {
+      return engine::pop_class(t, detail::table_class_index(bytes), bytes);
+    }
+    if (bytes <= detail::tc_max_class_size) {
+      return engine::pop_class(t, detail::class_index(bytes), bytes);
+    }
+    return nullptr;
   }
 
   /// free_found with `t`, the calling thread's heap (current_heap()).
@@ -156,19 +149,28 @@ MEMKIT_ALWAYS_INLINE global_heap& made_heap() noexcept {
   return *std::launder(reinterpret_cast<global_heap*>(heap_storage));
 }
 
-/// The calling thread's heap of the_heap, kept here so the fast paths find it in one load of
-/// initial-exec TLS rather than through the thread registry's binding table: set by the slow path
-/// once the engine bound one, in mode_fast only (so it also says the heap is made and the fast
-/// paths may run), dropped by the engine's detach listener when the thread exits. `inline` and
-/// constant-initialized, so no TLS wrapper call guards it.
-inline thread_local global_heap::thread_heap* my_thread_heap = nullptr;
+/// Frees a thread makes between two visits to the depot (global_heap::tick): a program whose
+/// threads free a peak and then run on their caches alone still sees its memory go back to the
+/// OS, after the delay and at most this many frees.
+inline constexpr unsigned frees_per_tick = 1024;
+
+/// What the fast paths keep per thread, in one initial-exec TLS object (one address lookup for
+/// both fields), `inline` and constant-initialized, so no TLS wrapper call guards it.
+struct thread_state {
+  /// The calling thread's heap of the_heap, found here in one load rather than through the
+  /// thread registry's binding table: set by the slow path once the engine bound one, in mode_fast
+  /// only (so it also says the heap is made and the fast paths may run), dropped by the engine's
+  /// detach listener when the thread exits.
+  global_heap::thread_heap* heap = nullptr;
+  unsigned frees_until_tick = frees_per_tick;
+};
+inline thread_local thread_state me;
 
 /// \returns a block of `bytes` (1 if 0) aligned to `alignment` from the calling thread's cache,
 /// or null: then allocate_slow.
 MEMKIT_ALWAYS_INLINE void* allocate_fast(std::size_t bytes, std::size_t alignment) noexcept {
-  global_heap::thread_heap* t = my_thread_heap;
-  if (MEMKIT_LIKELY(t != nullptr && alignment <= malloc_alignment &&
-                    bytes - 1 < detail::tc_max_class_size)) {
+  global_heap::thread_heap* t = me.heap;
+  if (MEMKIT_LIKELY(t != nullptr && alignment <= malloc_alignment)) {
     return global_heap::pop_small(*t, bytes);
   }
   return nullptr;
@@ -182,13 +184,8 @@ MEMKIT_ALWAYS_INLINE void* allocate(std::size_t bytes, std::size_t alignment) no
   return allocate_slow(bytes, alignment);
 }
 
-/// Frees a thread makes between two visits to the depot (global_heap::tick): a program whose
-/// threads free a peak and then run on their caches alone still sees its memory go back to the
-/// OS, after the delay and at most this many frees.
-inline constexpr unsigned frees_per_tick = 1024;
-inline thread_local unsigned frees_until_tick = frees_per_tick;
 void tick_slow(global_heap& h) noexcept;
-/// Frees `p` (header `c`) on a thread whose heap is not in my_thread_heap yet (a thread that
+/// Frees `p` (header `c`) on a thread whose heap is not in me.heap yet (a thread that
 /// only frees): through the engine, which binds one, then keeps that heap there.
 void free_unbound(global_heap& h, void* p, detail::tc_chunk* c) noexcept;
 
@@ -201,12 +198,12 @@ MEMKIT_ALWAYS_INLINE bool free_fast(void* p) noexcept {
     MEMKIT_ASSUME(p != nullptr);
     global_heap& h = made_heap();
     detail::tc_chunk* const c = detail::tc_chunk_of(p);
-    if (global_heap::thread_heap* t = my_thread_heap; MEMKIT_LIKELY(t != nullptr)) {
+    if (global_heap::thread_heap* t = me.heap; MEMKIT_LIKELY(t != nullptr)) {
       h.free_from(p, c, t);
     } else {
       free_unbound(h, p, c);
     }
-    if (MEMKIT_UNLIKELY(--frees_until_tick == 0)) {
+    if (MEMKIT_UNLIKELY(--me.frees_until_tick == 0)) {
       tick_slow(h);
     }
     return true;
@@ -229,3 +226,5 @@ MEMKIT_ALWAYS_INLINE void free_sized(void* p, std::size_t bytes) noexcept {
 }
 
 } // namespace memkit::replacement
+
+#pragma GCC visibility pop

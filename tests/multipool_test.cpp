@@ -95,6 +95,13 @@ TEST(SizeClass, WastesLessThan16BytesUpTo128AndLessThanAQuarterAbove) {
   }
 }
 
+TEST(SizeClass, TheTableAgreesWithTheArithmeticUpToItsLimit) {
+  EXPECT_EQ(memkit::detail::table_class_index(0), 0u) << "0 bytes: the smallest class";
+  for (std::size_t n = 1; n <= memkit::detail::table_class_limit; ++n) {
+    ASSERT_EQ(memkit::detail::table_class_index(n), class_index(n)) << n;
+  }
+}
+
 TEST(SizeClass, IndexIsMonotonicAndPicksTheSmallestClassThatFits) {
   for (std::size_t n = 2; n <= class_size_limit; ++n) {
     const std::size_t i = class_index(n);

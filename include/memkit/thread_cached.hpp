@@ -161,7 +161,10 @@ public:
     MEMKIT_ASSUME(last_class_byte_ < detail::tc_max_class_size);
     if (MEMKIT_LIKELY(bytes - 1 <= last_class_byte_ &&
                       detail::is_alignment_within(alignment, detail::class_granularity))) {
-      return engine_.allocate_class(detail::class_index(bytes), bytes);
+      return engine_.allocate_class(bytes <= detail::table_class_limit
+                                        ? detail::table_class_index(bytes)
+                                        : detail::class_index(bytes),
+                                    bytes);
     }
     return allocate_unusual(bytes, alignment);
   }

@@ -79,6 +79,27 @@ constexpr std::size_t class_size(std::size_t index) noexcept {
   return (5 + (index & 3)) << ((index >> 2) + 3);
 }
 
+/// Requests up to 1 KiB, most of a program's, may find their class in a table by 16-byte step
+/// rather than by class_index's bit scan: a load instead of eight instructions (thread_cached's
+/// allocation, the malloc replacement's).
+inline constexpr std::size_t table_class_limit = 1024;
+
+struct class_table {
+  std::uint8_t of[table_class_limit / class_granularity + 1];
+};
+inline constexpr class_table small_class_table = [] {
+  class_table t{};
+  for (std::size_t step = 0; step < sizeof t.of; ++step) { // 0 bytes: the smallest class
+    t.of[step] = static_cast<std::uint8_t>(class_index(step == 0 ? 1 : step * class_granularity));
+  }
+  return t;
+}();
+
+/// \returns class_index(n), or class 0 for 0. \requires n <= table_class_limit.
+MEMKIT_ALWAYS_INLINE std::size_t table_class_index(std::size_t n) noexcept {
+  return small_class_table.of[(n + class_granularity - 1) / class_granularity];
+}
+
 /// Number of classes up to `class_size_limit`; sizes per-class arrays.
 inline constexpr std::size_t class_count_limit = class_index(class_size_limit) + 1;
 
