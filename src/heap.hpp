@@ -49,7 +49,7 @@ public:
   /// is above every class. The fast path of malloc.
   MEMKIT_ALWAYS_INLINE static void* pop_small(thread_heap& t, std::size_t bytes) noexcept {
     if (bytes <= detail::table_class_limit) {
-      return engine::pop_class(t, detail::table_class_index(bytes), bytes);
+      return engine::pop_direct(t, bytes);
     }
     if (bytes <= detail::tc_max_class_size) {
       return engine::pop_class(t, detail::class_index(bytes), bytes);

@@ -135,7 +135,11 @@ public:
   explicit thread_cached(Upstream upstream = {}, thread_cached_options options = {}) noexcept
       : front("memkit::thread_cached", class_table().sizes, class_count(options), options,
               std::move(upstream)),
-        last_class_byte_(last_class_byte(options)), class_count_(class_count(options)) {}
+        last_class_byte_(last_class_byte(options)),
+        last_direct_byte_(last_class_byte_ < detail::table_class_limit
+                              ? last_class_byte_
+                              : static_cast<std::uint16_t>(detail::table_class_limit - 1)),
+        class_count_(class_count(options)) {}
 
   using front::deallocate;
   using front::name;
@@ -156,15 +160,14 @@ public:
 
   /// \returns a block of `bytes` (1 if 0) aligned to `alignment`, or null.
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
-    // The constructor clamps it: the class index stays below `bins` even for a constant request
-    // above every class, which the compiler would otherwise warn of (-Warray-bounds).
-    MEMKIT_ASSUME(last_class_byte_ < detail::tc_max_class_size);
-    if (MEMKIT_LIKELY(bytes - 1 <= last_class_byte_ &&
+    // Inline only for the sizes of the direct table, most of a program's: the rest of the
+    // classes take one call more, and the inlined path stays small enough to be inlined. The
+    // constructor clamps the bound: the table index stays in range even for a constant request
+    // above it, which the compiler would otherwise warn of (-Warray-bounds).
+    MEMKIT_ASSUME(last_direct_byte_ < detail::table_class_limit);
+    if (MEMKIT_LIKELY(bytes - 1 <= last_direct_byte_ &&
                       detail::is_alignment_within(alignment, detail::class_granularity))) {
-      return engine_.allocate_class(bytes <= detail::table_class_limit
-                                        ? detail::table_class_index(bytes)
-                                        : detail::class_index(bytes),
-                                    bytes);
+      return engine_.allocate_direct(bytes);
     }
     return allocate_unusual(bytes, alignment);
   }
@@ -228,6 +231,7 @@ private:
     return n - 1 <= last_class_byte_ ? detail::class_index(n) : detail::tc_large_class;
   }
 
+  // Requests above the direct table's sizes, over-aligned ones, large ones and impossible ones.
   MEMKIT_NOINLINE void* allocate_unusual(std::size_t bytes, std::size_t alignment) noexcept {
     if (!detail::is_valid_alignment(alignment) || alignment > page_size || bytes > max_size()) {
       return engine_.fail();
@@ -241,6 +245,7 @@ private:
 
   // max_class_size() - 1, below tc_max_class_size, in 16 bits as multipool keeps it.
   const std::uint16_t last_class_byte_;
+  const std::uint16_t last_direct_byte_; ///< the last request try_allocate serves inline
   const std::size_t class_count_;
 };
 

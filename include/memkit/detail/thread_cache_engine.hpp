@@ -79,6 +79,17 @@ public:
     return allocate_class_in(my_heap(), cls, bytes);
   }
 
+  /// allocate_class for a request of at most table_class_limit bytes, in the any-size form.
+  MEMKIT_ALWAYS_INLINE void* allocate_direct(std::size_t bytes) noexcept {
+    heap* const h = my_heap();
+    if (MEMKIT_LIKELY(h != nullptr)) {
+      if (void* const p = pop_direct(*h, bytes); MEMKIT_LIKELY(p != nullptr)) {
+        return p;
+      }
+    }
+    return allocate_class_slow(h, table_class_index(bytes), bytes);
+  }
+
   /// allocate_class with the calling thread's heap already found (current_heap(), or null).
   MEMKIT_ALWAYS_INLINE void* allocate_class_in(heap* h, std::size_t cls,
                                                std::size_t bytes) noexcept {
@@ -95,7 +106,20 @@ public:
   /// refills it).
   MEMKIT_ALWAYS_INLINE static void* pop_class(heap& h, std::size_t cls,
                                               std::size_t bytes) noexcept {
-    tc_chunk* c = h.bins[cls].current;
+    return pop_from(h, h.bins[cls].current, bytes);
+  }
+
+  /// pop_class with the current chunk found through the heap's direct table: a size up to
+  /// table_class_limit, in the any-size form.
+  MEMKIT_ALWAYS_INLINE static void* pop_direct(heap& h, std::size_t bytes) noexcept {
+    static_assert(heap::direct_steps != 0, "the any-size form's classes only");
+    tc_chunk* const c = h.direct[(bytes + class_granularity - 1) / class_granularity];
+    MEMKIT_ASSERT_INTERNAL(c == h.bins[table_class_index(bytes)].current);
+    return pop_from(h, c, bytes);
+  }
+
+  /// The allocation fast path for chunk `c`, the current chunk of a class of `h`.
+  MEMKIT_ALWAYS_INLINE static void* pop_from(heap& h, tc_chunk* c, std::size_t bytes) noexcept {
     if (MEMKIT_LIKELY(!c->free.empty())) {
       void* const p = c->free.pop();
       ++c->used;
@@ -373,7 +397,7 @@ private:
       --c->used; // unpin
       MEMKIT_ASSERT_INTERNAL(c->used == c->capacity);
     }
-    b.current = &tc_empty_chunk;
+    h.set_current(cls, &tc_empty_chunk);
     if ((c = b.partial) != nullptr) {
       h.unlink_partial(c);
     } else if ((c = take_chunk(h, cls)) == nullptr) {
@@ -381,7 +405,7 @@ private:
     }
     c->in_bin = true;
     ++c->used; // pin
-    b.current = c;
+    h.set_current(cls, c);
     return !c->free.empty() ? pop(c) : extend_and_pop(c);
   }
 

@@ -206,12 +206,12 @@ public:
   /// \effects moves here the spares and the pinned but otherwise empty current chunks of `h`, a
   /// heap without a thread.
   void take_free_chunks(Heap& h) noexcept {
-    for (typename Heap::bin& b : h.bins) {
-      tc_chunk* c = b.current;
+    for (std::size_t cls = 0; cls < sizeof h.bins / sizeof h.bins[0]; ++cls) {
+      tc_chunk* c = h.bins[cls].current;
       if (c != &tc_empty_chunk && c->used == 1) {
         c->used = 0;
         c->in_bin = false;
-        b.current = &tc_empty_chunk;
+        h.set_current(cls, &tc_empty_chunk);
         push(c);
       }
     }

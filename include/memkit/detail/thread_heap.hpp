@@ -13,6 +13,7 @@
 #include "free_list.hpp"
 #include "poison.hpp"
 #include "remote_queue.hpp"
+#include "size_class.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
@@ -157,6 +158,15 @@ struct tc_heap {
   static constexpr std::size_t outgoing_slots = 8;
 
   alignas(cache_line_size) bin bins[Bins];
+  /// In the any-size form (the classes of size_class.hpp): for each 16-byte step of sizes up to
+  /// table_class_limit, the current chunk of its class, kept equal to that bin's by set_current.
+  /// The allocation fast path finds its chunk from the size in one load, rather than a load of
+  /// the class table and then one of the bin, as mimalloc's heap has a page per word size
+  /// (pages_free_direct).
+  static constexpr std::size_t direct_steps = Bins > class_index(table_class_limit)
+                                                  ? table_class_limit / class_granularity + 1
+                                                  : 0;
+  tc_chunk* direct[direct_steps == 0 ? 1 : direct_steps];
   tc_outgoing outgoing[outgoing_slots];
   tc_chunk* spare = nullptr; ///< wholly free chunks kept, linked through next
   std::size_t spare_count = 0;
@@ -165,6 +175,26 @@ struct tc_heap {
   tc_heap* next_abandoned = nullptr; ///< heaps whose thread exited
   bool abandoned = false;
   tc_counters counters;
+
+  tc_heap() noexcept {
+    for (tc_chunk*& d : direct) {
+      d = &tc_empty_chunk;
+    }
+  }
+
+  /// \effects makes `c` the current chunk of class `cls`.
+  void set_current(std::size_t cls, tc_chunk* c) noexcept {
+    bins[cls].current = c;
+    if constexpr (direct_steps != 0) {
+      if (cls <= class_index(table_class_limit)) {
+        const std::size_t last = class_size(cls) / class_granularity;
+        for (std::size_t s = cls == 0 ? 0 : class_size(cls - 1) / class_granularity + 1; s <= last;
+             ++s) {
+          direct[s] = c;
+        }
+      }
+    }
+  }
 
   /// \returns the slot batching frees for `dest`.
   tc_outgoing& outgoing_for(const void* dest) noexcept {
