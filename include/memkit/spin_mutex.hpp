@@ -18,10 +18,14 @@ inline namespace MEMKIT_ABI {
 /// a section that may block or run long, where waiters would burn their time slices.
 ///
 /// - Test and test-and-set: a waiter reads the flag (its cache line stays shared, no traffic)
-///   until it sees the lock free, then tries the exchange; between reads it executes
-///   `detail::cpu_pause()`.
-/// - Oversubscription: after `spin_limit` reads that found the lock held, the holder is most likely
-///   not running (it would have let go), so the waiter calls `std::this_thread::yield()` between
+///   until it sees the lock free, then tries the exchange.
+/// - Exponential backoff between reads: 1, 2, 4, ... `detail::cpu_pause()`s, at most
+///   `max_backoff`. Each read of a waiter takes the flag's line out of the holder's core, so its
+///   next unlock and lock must fetch it back; read at once after every failure, two threads
+///   locking in a loop paid that on every section and ran 4x slower than when the waiter backs off
+///   and lets the holder run several sections in a row (docs/threads.md, "Which mutex").
+/// - Oversubscription: after `spin_budget` pauses of waiting, the holder is most likely not
+///   running (it would have let go), so the waiter calls `std::this_thread::yield()` between
 ///   reads and lets the holder's thread have the core.
 /// - Not fair: a thread that unlocks and locks again at once often wins against a waiter.
 /// - Memory order: `lock` and a successful `try_lock` acquire, `unlock` releases, so everything
@@ -31,11 +35,13 @@ inline namespace MEMKIT_ABI {
 ///   taking away the line the holder is writing the protected data on.
 class alignas(64) spin_mutex {
 public:
-  /// Reads that find the lock held before a waiter starts yielding: 64 pauses take about 0.2 to
-  /// 3 microseconds at 3 GHz (`pause` is 10 to 140 cycles, depending on the x86 generation),
-  /// tens of times a pool's section (21 instructions per allocate/deallocate pair,
-  /// docs/options.md).
-  static constexpr unsigned spin_limit = 64;
+  /// Pauses a waiter spends before it starts yielding: 1,024 pauses take 13 microseconds on the
+  /// machine measured (13 ns each; `pause` is 10 to 140 cycles, depending on the x86
+  /// generation), hundreds of times a pool's section (21 instructions per allocate/deallocate
+  /// pair, docs/options.md).
+  static constexpr unsigned spin_budget = 1024;
+  /// The longest wait between two reads of the flag, in pauses (0.8 microseconds there).
+  static constexpr unsigned max_backoff = 64;
 
   constexpr spin_mutex() noexcept = default;
   spin_mutex(const spin_mutex&) = delete;
@@ -66,13 +72,17 @@ public:
 
 private:
   MEMKIT_NOINLINE void wait_and_lock() noexcept {
-    unsigned spins = 0;
+    unsigned waited = 0;
+    unsigned pauses = 1;
     do {
       // Relaxed: only a hint for when to try the exchange, which acquires.
       while (locked_.load(std::memory_order_relaxed)) {
-        if (spins < spin_limit) {
-          ++spins;
-          detail::cpu_pause();
+        if (waited < spin_budget) {
+          for (unsigned i = 0; i < pauses; ++i) {
+            detail::cpu_pause();
+          }
+          waited += pauses;
+          pauses = pauses < max_backoff ? pauses * 2 : max_backoff;
         } else {
           std::this_thread::yield();
         }
