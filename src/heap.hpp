@@ -22,8 +22,9 @@ namespace memkit::replacement {
 inline constexpr std::size_t malloc_alignment = 16;
 
 /// The process's heap: thread_cached's machinery with every class up to 8 KiB, over os_upstream.
-/// Its sizeless free finds a block's header through the chunk map, which also tells a pointer the
-/// replacement never handed out from one of its own without reading memory at the pointer.
+/// Its sizeless free finds the header of a block in the chunk arena by masking the block's address
+/// (free_fast), and any other's through the chunk map, which also tells a pointer the replacement
+/// never handed out from one of its own without reading memory at the pointer.
 class global_heap final : public thread_cached<os_upstream> {
 public:
   global_heap() noexcept;

@@ -62,8 +62,9 @@ static_assert(sizeof(tc_chunk) == 2 * cache_line_size);
 /// Where in its chunk a header sits: headers are coloured, `tc_colors` places a header apart, by
 /// the chunk's address. Chunks are aligned to 64 KiB, so uncoloured headers would all fall in the
 /// same two sets of every cache whose way is 64 KiB or less (L1's 4 KiB, and so on): a thread
-/// using more classes than L1 has ways (mt-local's 32 on a 12-way L1) then missed L1 on about two
-/// header lines per call, one in 2.3 calls in all (cachegrind). Consecutive chunks take
+/// using more classes than L1 has ways (mt-local's 16 on a 12-way L1) then missed L1 on a header
+/// line about once every two calls (cachegrind: 928 k misses in 2 M calls, 74 k with the
+/// colours; docs/threads.md, "How a block finds its owner"). Consecutive chunks take
 /// consecutive colours, so 16 chunks' headers fill 32 distinct sets; the cost is up to 1,920
 /// bytes of a chunk's blocks (960 on average, 1.5 %).
 inline constexpr std::size_t tc_colors = 16;
