@@ -165,9 +165,6 @@ public:
   /// \returns a region of its own for `bytes` aligned to `alignment` (at most page_size), or null.
   MEMKIT_NOINLINE void* allocate_large(std::size_t bytes, std::size_t alignment) noexcept {
     const std::size_t n = bytes == 0 ? 1 : bytes;
-    if (depot::large_region(n, alignment) == 0) {
-      return fail();
-    }
     void* p = nullptr;
     {
       const std::lock_guard<std::mutex> lock(depot_.mutex());

@@ -125,22 +125,16 @@ public:
     return c;
   }
 
-  /// \returns the bytes a region for `n` bytes aligned to `alignment` takes, or 0 if too many.
-  static std::size_t large_region(std::size_t n, std::size_t alignment) noexcept {
-    const std::size_t room = round_up(tc_header_room, alignment);
-    return n > unbounded_size - room ? 0 : room + n;
-  }
-
   /// \returns a block of `n` bytes aligned to `alignment` (a power of two) in a region of its own,
   /// aligned to the larger of `alignment` and a chunk, right after the region's header; or null.
   /// The block lies within tc_header_room bytes, rounded up to `alignment`, of the region's base;
   /// at an alignment of a chunk or more the header is found only through `find` (tc_chunk_of
   /// would mask the block's address to the block itself).
-  /// \requires large_region(n, alignment) is not 0.
+  /// Null also for a size too large for any region.
   void* allocate_large(std::size_t n, std::size_t alignment) noexcept {
     tick();
     const std::size_t bytes = large_region(n, alignment);
-    void* base = upstream_try_allocate(bytes, large_alignment(alignment));
+    void* base = bytes == 0 ? nullptr : upstream_try_allocate(bytes, large_alignment(alignment));
     if (base == nullptr) {
       return nullptr;
     }
@@ -280,6 +274,12 @@ public:
   Upstream& upstream() noexcept { return upstream_; }
 
 private:
+  // The bytes a region for `n` bytes aligned to `alignment` takes, or 0 if too many.
+  static std::size_t large_region(std::size_t n, std::size_t alignment) noexcept {
+    const std::size_t room = round_up(tc_header_room, alignment);
+    return n > unbounded_size - room ? 0 : room + n;
+  }
+
   static std::size_t large_alignment(std::size_t alignment) noexcept {
     return alignment > tc_chunk_size ? alignment : tc_chunk_size;
   }
