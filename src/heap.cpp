@@ -30,7 +30,7 @@ const char* const heap_name = "memkit::malloc";
 
 thread_cached_options heap_options() noexcept {
   thread_cached_options o;
-  o.max_class_size = detail::tc_max_class_size;
+  o.max_class_size = detail::thread::max_class_size;
   return o;
 }
 
@@ -90,7 +90,7 @@ void count_allocation(std::size_t usable) noexcept {
   counter_slot& s = my_counters();
   s.allocations.fetch_add(1, std::memory_order_relaxed);
   s.bytes_allocated.fetch_add(usable, std::memory_order_relaxed);
-  if (usable > detail::tc_max_class_size) {
+  if (usable > detail::thread::max_class_size) {
     s.large.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -200,7 +200,7 @@ bool all_bytes(const char* p, std::size_t n, unsigned char b) noexcept {
 // \returns the engine block of the debug block at `q`, after checking every guard; reports the
 // misuse (default: print it and abort) and returns null otherwise.
 char* debug_check(global_heap& h, void* q) noexcept {
-  detail::tc_chunk* const c = h.find(q);
+  detail::thread::chunk* const c = h.find(q);
   auto* const cq = static_cast<char*>(q);
   if (c == nullptr || cq - debug_prefix < c->blocks) {
     report_misuse(misuse::foreign_pointer, heap_name, q, 0, 0);
@@ -256,13 +256,13 @@ void debug_free(global_heap& h, void* q) noexcept {
 // not reused in the child.
 void before_fork() noexcept {
   quarantine_mutex.lock();
-  detail::thread_registry::get().prepare_fork();
+  detail::thread::registry::get().prepare_fork();
   the_heap.load(std::memory_order_relaxed)->lock_all();
 }
 
 void after_fork() noexcept {
   the_heap.load(std::memory_order_relaxed)->unlock_all();
-  detail::thread_registry::get().after_fork();
+  detail::thread::registry::get().after_fork();
   quarantine_mutex.unlock();
 }
 
@@ -399,7 +399,7 @@ void free_slow(void* p) noexcept {
   if (p == nullptr) {
     return;
   }
-  detail::tc_chunk* c = h != nullptr ? h->find(p) : nullptr;
+  detail::thread::chunk* c = h != nullptr ? h->find(p) : nullptr;
   if (c == nullptr) {
     free_foreign(p);
     return;
@@ -435,7 +435,7 @@ std::size_t trim() noexcept {
   return h->trim();
 }
 
-void free_unbound(global_heap& h, void* p, detail::tc_chunk* c) noexcept {
+void free_unbound(global_heap& h, void* p, detail::thread::chunk* c) noexcept {
   h.free_found(p, c);
   me.heap = h.current_heap();
 }

@@ -30,15 +30,15 @@ public:
   global_heap() noexcept;
 
   /// \returns the header of the chunk or large region holding `p`, or null: not memkit's.
-  detail::tc_chunk* find(const void* p) const noexcept { return engine_.find(p); }
+  detail::thread::chunk* find(const void* p) const noexcept { return engine_.find(p); }
 
   /// \returns the bytes usable in the block at `p`, whose header is `c` (find).
-  static std::size_t usable(const detail::tc_chunk* c) noexcept {
-    return c->cls == detail::tc_large_class ? c->size : c->block_size;
+  static std::size_t usable(const detail::thread::chunk* c) noexcept {
+    return engine::usable_size(c);
   }
 
   /// Frees the block at `p`, whose header is `c` (find).
-  void free_found(void* p, detail::tc_chunk* c) noexcept { engine_.deallocate_in(p, c, usable(c)); }
+  void free_found(void* p, detail::thread::chunk* c) noexcept { engine_.free(p, c, usable(c)); }
 
   using thread_heap = typename engine::heap;
 
@@ -50,34 +50,34 @@ public:
   /// is above every class. The fast path of malloc.
   MEMKIT_ALWAYS_INLINE static void* pop_small(thread_heap& t, std::size_t bytes) noexcept {
     if (bytes <= detail::table_class_limit) {
-      return engine::pop_direct(t, bytes);
+      return engine::pop_small(t, bytes);
     }
-    if (bytes <= detail::tc_max_class_size) {
-      return engine::pop_class(t, detail::class_index(bytes), bytes);
+    if (bytes <= detail::thread::max_class_size) {
+      return engine::pop_current(t, detail::class_index(bytes), bytes);
     }
     return nullptr;
   }
 
   /// free_found with `t`, the calling thread's heap (current_heap()).
-  MEMKIT_ALWAYS_INLINE void free_from(void* p, detail::tc_chunk* c, thread_heap* t) noexcept {
-    engine_.deallocate_from(p, c, t, usable(c));
+  MEMKIT_ALWAYS_INLINE void free_from(void* p, detail::thread::chunk* c, thread_heap* t) noexcept {
+    engine_.free(p, c, t, usable(c));
   }
 
   /// \effects calls `f` on each exiting thread before its heap is given up.
-  void on_detach(void (*f)() noexcept) noexcept { engine_.on_detach(f); }
+  void on_detach(void (*f)() noexcept) noexcept { engine_.on_unbind(f); }
 
   /// \returns whether the block at `p`, whose header is `c` (find), now holds `bytes` where it
   /// is: when they fit its class, or its region's mapped size for a large block (whose usable
   /// size becomes `bytes`), and fill at least half of it (a block shrunk further moves, so its
   /// memory is not held).
-  bool resize_in_place(void* p, detail::tc_chunk* c, std::size_t bytes) noexcept {
-    if (c->cls != detail::tc_large_class) {
+  bool resize_in_place(void* p, detail::thread::chunk* c, std::size_t bytes) noexcept {
+    if (c->cls != detail::thread::large_class) {
       return bytes <= c->block_size && bytes >= c->block_size / 2;
     }
     if (p != c->blocks) {
       return false;
     }
-    const auto offset = static_cast<std::size_t>(c->blocks - detail::tc_base_of(c));
+    const auto offset = static_cast<std::size_t>(c->blocks - detail::thread::base_of(c));
     const std::size_t room = os_upstream::region_size(c->bytes) - offset;
     if (bytes > room || bytes < room / 2) {
       return false;
@@ -97,7 +97,7 @@ public:
 
   /// \returns whether `p` is the start of a block this heap handed out and has not seen freed, as
   /// far as O(1) checks tell (the chunk map, the block grid, the free-list heads): debug mode.
-  bool screen(void* p) const noexcept { return engine_.screen(p, 0, 0, engine::any_class); }
+  bool screen(void* p) const noexcept { return engine_.check_free(p, 0, 0, engine::any_class); }
 
   /// \effects gives back to the OS every wholly free chunk's pages and every kept region.
   /// \returns the bytes given back.
@@ -188,7 +188,7 @@ MEMKIT_ALWAYS_INLINE void* allocate(std::size_t bytes, std::size_t alignment) no
 void tick_slow(global_heap& h) noexcept;
 /// Frees `p` (header `c`) on a thread whose heap is not in me.heap yet (a thread that
 /// only frees): through the engine, which binds one, then keeps that heap there.
-void free_unbound(global_heap& h, void* p, detail::tc_chunk* c) noexcept;
+void free_unbound(global_heap& h, void* p, detail::thread::chunk* c) noexcept;
 
 /// Frees `p` if it lies in the arena and the_mode is mode_fast: a block of a chunk, whose header
 /// is found by masking its address. \returns whether it did; if not, free_slow.
@@ -198,7 +198,7 @@ MEMKIT_ALWAYS_INLINE bool free_fast(void* p) noexcept {
     // No arena lies within arena_size of address 0: null always takes free_slow.
     MEMKIT_ASSUME(p != nullptr);
     global_heap& h = made_heap();
-    detail::tc_chunk* const c = detail::tc_chunk_of(p);
+    detail::thread::chunk* const c = detail::thread::chunk_of(p);
     if (global_heap::thread_heap* t = me.heap; MEMKIT_LIKELY(t != nullptr)) {
       h.free_from(p, c, t);
     } else {

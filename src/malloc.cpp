@@ -98,7 +98,7 @@ MEMKIT_EXPORT void* realloc(void* p, std::size_t bytes) noexcept {
     return nullptr;
   }
   mr::global_heap* h = mr::the_heap.load(std::memory_order_acquire);
-  memkit::detail::tc_chunk* c = h != nullptr ? h->find(p) : nullptr;
+  memkit::detail::thread::chunk* c = h != nullptr ? h->find(p) : nullptr;
   if (c == nullptr) {
     return __libc_realloc(p, bytes); // glibc's block stays glibc's
   }

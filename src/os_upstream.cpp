@@ -3,18 +3,18 @@
 
 #include "memkit/detail/align.hpp"
 #include "memkit/detail/os.hpp"
-#include "memkit/detail/thread_depot.hpp"
-#include "memkit/detail/thread_heap.hpp"
+#include "memkit/detail/thread/chunk.hpp"
+#include "memkit/detail/thread/decay.hpp"
 
 namespace memkit::replacement {
 
 // The engine's depot gives unused chunks back only through an upstream that decommits.
-static_assert(detail::tc_decommits<os_upstream>::value);
+static_assert(detail::thread::decommits<os_upstream>::value);
 
 namespace {
 
 bool is_chunk_request(std::size_t bytes, std::size_t alignment) noexcept {
-  return bytes == detail::tc_chunk_size && alignment == detail::tc_chunk_size;
+  return bytes == detail::thread::chunk_size && alignment == detail::thread::chunk_size;
 }
 
 std::size_t region_alignment(std::size_t alignment) noexcept {
@@ -39,7 +39,8 @@ std::size_t os_upstream::region_size(std::size_t bytes) noexcept {
 
 char* os_upstream::reserve_arena() noexcept {
   if (arena_ == nullptr) {
-    arena_ = static_cast<char*>(detail::os::map_aligned(arena_size, detail::tc_chunk_size, true));
+    arena_ =
+        static_cast<char*>(detail::os::map_aligned(arena_size, detail::thread::chunk_size, true));
     arena_next_ = arena_;
   }
   return arena_;
@@ -63,14 +64,14 @@ void* os_upstream::try_allocate(std::size_t bytes, std::size_t alignment) noexce
         r = arena_next_;
         arena_next_ += reservation_size;
         count_mapped(reservation_size);
-      } else if ((r = map(reservation_size, detail::tc_chunk_size)) == nullptr) {
+      } else if ((r = map(reservation_size, detail::thread::chunk_size)) == nullptr) {
         return map(bytes, alignment);
       }
       reserved_ = static_cast<char*>(r);
       reserved_end_ = reserved_ + reservation_size;
     }
     void* c = reserved_;
-    reserved_ += detail::tc_chunk_size;
+    reserved_ += detail::thread::chunk_size;
     return c;
   }
   const std::size_t n = region_size(bytes);

@@ -24,7 +24,7 @@ namespace memkit::replacement {
 /// - a freed region of up to `cache_region_limit` is kept for reuse, at most `cache_slots` of them
 ///   and `cache_bytes_limit` in all, oldest evicted first; a kept region is unmapped once it has
 ///   been unused for `delay_ms` (checked whenever the upstream is called, and by `purge`);
-/// - the engine's depot decommits chunks left unused for `delay_ms` (detail/thread_depot.hpp).
+/// - the engine's depot decommits chunks left unused for `delay_ms` (detail/thread/decay.hpp).
 ///
 /// Not thread-safe: the engine calls its upstream only under its own lock.
 class os_upstream : public detail::unbounded_resource<os_upstream> {

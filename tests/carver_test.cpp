@@ -36,6 +36,19 @@ TEST(Carver, IsExhaustedExactlyWhenAWholeNumberOfBlocksIsUsedUp) {
   EXPECT_EQ(c.end(), storage.data() + 64);
 }
 
+TEST(Carver, TakeBatchCarvesUpToNBlocksAndAtLeastOne) {
+  alignas(16) std::array<char, 160> storage{};
+  carver c(storage.data(), storage.data() + storage.size());
+  std::size_t taken = 0;
+  EXPECT_EQ(c.take_batch(32, 2, taken), storage.data());
+  EXPECT_EQ(taken, 2u);
+  EXPECT_EQ(c.take_batch(32, 0, taken), storage.data() + 64); // 0 asks for one
+  EXPECT_EQ(taken, 1u);
+  EXPECT_EQ(c.take_batch(32, 10, taken), storage.data() + 96); // only two are left
+  EXPECT_EQ(taken, 2u);
+  EXPECT_TRUE(c.exhausted());
+}
+
 TEST(Carver, DefaultConstructedHasNothingToCarve) {
   carver c;
   EXPECT_TRUE(c.exhausted());

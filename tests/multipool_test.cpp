@@ -72,17 +72,6 @@ void expect_clean(const spy_resource& spy) {
   EXPECT_TRUE(spy.errors().empty()) << (spy.errors().empty() ? "" : spy.errors().front());
 }
 
-TEST(SizeClass, FloorLog2MatchesAReference) {
-  for (unsigned k = 0; k < 64; ++k) {
-    const std::uint64_t p = std::uint64_t{1} << k;
-    EXPECT_EQ(memkit::detail::floor_log2(p), k);
-    EXPECT_EQ(memkit::detail::floor_log2(p | (p - 1)), k);
-    if (k > 1) {
-      EXPECT_EQ(memkit::detail::floor_log2(p + 1), k);
-    }
-  }
-}
-
 TEST(SizeClass, WastesLessThan16BytesUpTo128AndLessThanAQuarterAbove) {
   for (std::size_t n = 1; n <= class_size_limit; ++n) {
     const std::size_t c = class_size(class_index(n));

@@ -227,9 +227,10 @@ TEST(ReplacementEngine, FreeingALargeBlockForgetsOnlyItsOwnRegion) {
   }
   // Blocks whose regions are two windows of the chunk map exactly (the block follows the header
   // room), which the OS tends to place side by side: freeing one must leave its neighbours found.
-  // A header sits up to tc_header_room bytes into its region, so erasing the map from the header
+  // A header sits up to header_room bytes into its region, so erasing the map from the header
   // rather than the base forgot the next region's first window.
-  constexpr std::size_t n = 2 * memkit::detail::tc_chunk_size - memkit::detail::tc_header_room;
+  constexpr std::size_t n =
+      2 * memkit::detail::thread::chunk_size - memkit::detail::thread::header_room;
   std::vector<unsigned char*> blocks;
   for (int i = 0; i < 64; ++i) {
     blocks.push_back(static_cast<unsigned char*>(mr::allocate(n, 16)));
@@ -263,7 +264,8 @@ TEST(ReplacementEngine, AChunkSizedRegionGivenBackIsReused) {
   }
   // Its region is one chunk of the arena: given back, it must serve the next such request rather
   // than be lost to the arena, which never unmaps.
-  constexpr std::size_t n = memkit::detail::tc_chunk_size - memkit::detail::tc_header_room;
+  constexpr std::size_t n =
+      memkit::detail::thread::chunk_size - memkit::detail::thread::header_room;
   void* p = mr::allocate(n, 16);
   ASSERT_NE(p, nullptr);
   EXPECT_LT(memkit::detail::address(p) - mr::fast_arena.load(), mr::os_upstream::arena_size);
@@ -288,16 +290,16 @@ TEST(ReplacementEngine, SmallBlocksComeFromTheArenaAndHeadersTakeEveryColour) {
   // One block in each of 64 fresh chunks (8 KiB blocks, 7 a chunk): consecutive chunks, every
   // colour, each header found by masking and by the map alike.
   std::vector<void*> blocks;
-  std::vector<bool> colour(memkit::detail::tc_colors);
+  std::vector<bool> colour(memkit::detail::thread::colors);
   for (int i = 0; i < 64 * 7; ++i) {
     void* p = mr::allocate(8192, 16);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(memkit::detail::address(p) - arena < mr::os_upstream::arena_size, !no_arena_run());
-    memkit::detail::tc_chunk* c = memkit::detail::tc_chunk_of(p);
+    memkit::detail::thread::chunk* c = memkit::detail::thread::chunk_of(p);
     EXPECT_EQ(mr::the_heap.load()->find(p), c);
     EXPECT_GE(static_cast<char*>(p), reinterpret_cast<char*>(c + 1)) << "blocks after the header";
-    colour[(memkit::detail::address(c) % memkit::detail::tc_header_room) /
-           sizeof(memkit::detail::tc_chunk)] = true;
+    colour[(memkit::detail::address(c) % memkit::detail::thread::header_room) /
+           sizeof(memkit::detail::thread::chunk)] = true;
     blocks.push_back(p);
   }
   for (std::size_t k = 0; k < colour.size(); ++k) {
@@ -315,7 +317,7 @@ TEST(ReplacementEngine, BlocksResizeInPlaceWithinTheirClassOrRegion) {
   mr::global_heap* h = mr::the_heap.load();
   ASSERT_NE(h, nullptr);
   void* small = mr::allocate(100, 16);
-  memkit::detail::tc_chunk* c = h->find(small);
+  memkit::detail::thread::chunk* c = h->find(small);
   EXPECT_TRUE(h->resize_in_place(small, c, mr::usable_size_of(small)));
   EXPECT_FALSE(h->resize_in_place(small, c, mr::usable_size_of(small) + 1));
   EXPECT_FALSE(h->resize_in_place(small, c, 10)) << "shrunk below half: moves";

@@ -290,7 +290,7 @@ TEST(ThreadCached, MoreInstancesThanRegistrySlotsShareALockedHeap) {
   locked_spy spy;
   {
     std::vector<std::unique_ptr<any_size>> many;
-    for (std::size_t i = 0; i < memkit::detail::thread_registry::capacity + 3; ++i) {
+    for (std::size_t i = 0; i < memkit::detail::thread::registry::capacity + 3; ++i) {
       many.push_back(std::make_unique<any_size>(spy_ref(spy)));
     }
     for (auto& r : many) {

@@ -11,7 +11,7 @@
 #include "config.hpp"
 #include "detail/align.hpp"
 #include "detail/size_class.hpp"
-#include "detail/thread_cache_engine.hpp"
+#include "detail/thread/engine.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "stats.hpp"
@@ -20,24 +20,40 @@
 namespace memkit {
 inline namespace MEMKIT_ABI {
 
+/// Tuning of the thread-caching resources (docs/threads.md).
+struct thread_cached_options {
+  /// Any-size form: requests up to this size come from size classes (rounded up to a class and
+  /// clamped to [16, 8192]); larger ones get a region of their own from the upstream.
+  std::size_t max_class_size = 4096;
+  /// Wholly free chunks a thread's heap keeps for reuse before it hands more to the shared depot;
+  /// the bound on what a cache holds beyond the chunks its live blocks are in. 4 chunks, 256 KiB,
+  /// let a thread that frees and reallocates a few chunks' worth in a loop stay off the lock.
+  std::size_t cached_chunks = 4;
+  /// Blocks a thread collects for one other heap before posting them with one atomic operation.
+  /// A contended CAS costs about 100 ns here (a cache-line transfer between the two cores); 64
+  /// blocks bring it under 2 ns a block.
+  std::size_t batch_blocks = 64;
+};
+
 namespace detail {
 
 /// What both thread-caching resources offer alike, over their engine.
 template <class Upstream, std::size_t Bins>
-class tc_front {
+class thread_cached_base {
 protected:
-  using engine = tc_engine<Upstream, Bins>;
+  using engine = thread::engine<Upstream, Bins>;
 
-  tc_front(const char* name, const std::uint32_t* class_sizes, std::size_t class_count,
-           const thread_cached_options& options, Upstream&& upstream) noexcept
-      : engine_(name, class_sizes, class_count, options, std::move(upstream)) {}
+  thread_cached_base(const char* name, const std::uint32_t* class_sizes, std::size_t class_count,
+                     const thread_cached_options& options, Upstream&& upstream) noexcept
+      : engine_(name, class_sizes, class_count, options.cached_chunks, options.batch_blocks,
+                std::move(upstream)) {}
 
 public:
   /// Any thread may call it (docs/threads.md, "Memory model"): synchronized<> adds no lock.
   static constexpr bool thread_safe = true;
 
-  tc_front(const tc_front&) = delete;
-  tc_front& operator=(const tc_front&) = delete;
+  thread_cached_base(const thread_cached_base&) = delete;
+  thread_cached_base& operator=(const thread_cached_base&) = delete;
 
   const char* name() const noexcept { return engine_.name(); }
 
@@ -48,11 +64,11 @@ public:
       return;
     }
     if constexpr (deallocate_checks) {
-      if (!engine_.screen(p, 0, 0, engine::any_class)) {
+      if (!engine_.check_free(p, 0, 0, engine::any_class)) {
         return;
       }
     }
-    engine_.deallocate_block(p, engine::usable_size(p));
+    engine_.free(p, engine::usable_size(p));
   }
 
   /// \returns the bytes usable at `p`, at least the size it was allocated with: its class size,
@@ -76,7 +92,7 @@ public:
   Upstream& upstream() noexcept { return engine_.upstream(); }
 
 protected:
-  ~tc_front() = default;
+  ~thread_cached_base() = default;
 
   engine engine_;
 };
@@ -94,7 +110,7 @@ protected:
 ///   returned to the upstream when freed.
 /// - Remote frees: a block freed on another thread is collected with others for the same owner
 ///   and posted as one chain with one CAS; the owner takes its whole queue with one exchange when
-///   its free list runs dry (detail/remote_queue.hpp).
+///   its free list runs dry (detail/thread/remote.hpp).
 /// - Bounds: a heap keeps at most `cached_chunks` wholly free chunks; the rest go to a depot,
 ///   shared under a lock, that every heap takes chunks from before the upstream is asked.
 /// - Thread exit: the thread's pending batches are posted, its free chunks go to the depot, and
@@ -118,11 +134,12 @@ protected:
 /// the chunk's free list and the outgoing batches.
 template <class Upstream = malloc_resource>
 class thread_cached
-    : public detail::tc_front<Upstream, detail::class_index(detail::tc_max_class_size) + 1> {
+    : public detail::thread_cached_base<Upstream,
+                                        detail::class_index(detail::thread::max_class_size) + 1> {
   static_assert(is_resource_v<Upstream>,
                 "thread_cached<U>: U must implement the resource interface");
-  static constexpr std::size_t bins = detail::class_index(detail::tc_max_class_size) + 1;
-  using front = detail::tc_front<Upstream, bins>;
+  static constexpr std::size_t bins = detail::class_index(detail::thread::max_class_size) + 1;
+  using front = detail::thread_cached_base<Upstream, bins>;
 
 protected:
   // The malloc replacement (src/) builds on the engine: its sizeless free finds the header
@@ -167,7 +184,7 @@ public:
     MEMKIT_ASSUME(last_direct_byte_ < detail::table_class_limit);
     if (MEMKIT_LIKELY(bytes - 1 <= last_direct_byte_ &&
                       detail::is_alignment_within(alignment, detail::class_granularity))) {
-      return engine_.allocate_direct(bytes);
+      return engine_.allocate_small(bytes);
     }
     return allocate_unusual(bytes, alignment);
   }
@@ -184,11 +201,11 @@ public:
         report_misuse(misuse::alignment_mismatch, name(), p, bytes, alignment);
         return;
       }
-      if (!engine_.screen(p, bytes, alignment, class_for(bytes, alignment))) {
+      if (!engine_.check_free(p, bytes, alignment, class_for(bytes, alignment))) {
         return;
       }
     }
-    engine_.deallocate_block(p, bytes);
+    engine_.free(p, bytes);
   }
 
 private:
@@ -213,11 +230,11 @@ private:
   static std::uint16_t last_class_byte(const thread_cached_options& o) noexcept {
     std::size_t n =
         o.max_class_size < detail::class_granularity ? detail::class_granularity : o.max_class_size;
-    n = n > detail::tc_max_class_size ? detail::tc_max_class_size : n;
+    n = n > detail::thread::max_class_size ? detail::thread::max_class_size : n;
     return static_cast<std::uint16_t>(detail::class_size(detail::class_index(n)) - 1);
   }
 
-  /// \returns the class serving (bytes, alignment), or tc_large_class for a region of its own.
+  /// \returns the class serving (bytes, alignment), or large_class for a region of its own.
   /// Allocation and the deallocate check agree through this.
   /// \requires `alignment` is a power of two up to page_size.
   std::size_t class_for(std::size_t bytes, std::size_t alignment) const noexcept {
@@ -225,10 +242,10 @@ private:
     if (alignment > detail::class_granularity) {
       n = detail::round_up(n, alignment);
       if (n == 0) {
-        return detail::tc_large_class;
+        return detail::thread::large_class;
       }
     }
-    return n - 1 <= last_class_byte_ ? detail::class_index(n) : detail::tc_large_class;
+    return n - 1 <= last_class_byte_ ? detail::class_index(n) : detail::thread::large_class;
   }
 
   // Requests above the direct table's sizes, over-aligned ones, large ones and impossible ones.
@@ -238,12 +255,12 @@ private:
     }
     const std::size_t cls = class_for(bytes, alignment);
     if (cls < class_count_) {
-      return engine_.allocate_class(cls, bytes);
+      return engine_.allocate(cls, bytes);
     }
     return engine_.allocate_large(bytes, alignment);
   }
 
-  // max_class_size() - 1, below tc_max_class_size, in 16 bits as multipool keeps it.
+  // max_class_size() - 1, below thread::max_class_size, in 16 bits as multipool keeps it.
   const std::uint16_t last_class_byte_;
   const std::uint16_t last_direct_byte_; ///< the last request try_allocate serves inline
   const std::size_t class_count_;
@@ -256,10 +273,10 @@ private:
 /// detection as thread_cached's; a size above block_size() is a size_mismatch, an alignment above
 /// block_alignment() an alignment_mismatch.
 template <class Upstream = malloc_resource>
-class thread_cached_pool : public detail::tc_front<Upstream, 1> {
+class thread_cached_pool : public detail::thread_cached_base<Upstream, 1> {
   static_assert(is_resource_v<Upstream>,
                 "thread_cached_pool<U>: U must implement the resource interface");
-  using front = detail::tc_front<Upstream, 1>;
+  using front = detail::thread_cached_base<Upstream, 1>;
   using front::engine_;
 
 public:
@@ -292,7 +309,7 @@ public:
   void* try_allocate(std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     if (MEMKIT_LIKELY(bytes <= block_size_ &&
                       detail::is_alignment_within(alignment, block_alignment_))) {
-      return engine_.allocate_class(0, bytes);
+      return engine_.allocate(0, bytes);
     }
     return engine_.fail();
   }
@@ -310,11 +327,11 @@ public:
         report_misuse(misuse::alignment_mismatch, name(), p, bytes, alignment);
         return;
       }
-      if (!engine_.screen(p, bytes, alignment, 0)) {
+      if (!engine_.check_free(p, bytes, alignment, 0)) {
         return;
       }
     }
-    engine_.deallocate_block(p, bytes);
+    engine_.free(p, bytes);
   }
 
 private:
@@ -325,7 +342,7 @@ private:
     const std::size_t granule =
         alignment < detail::class_granularity ? detail::class_granularity : alignment;
     const std::size_t rounded = detail::round_up(size == 0 ? 1 : size, granule);
-    if (rounded == 0 || rounded > detail::tc_max_class_size) {
+    if (rounded == 0 || rounded > detail::thread::max_class_size) {
       throw bad_size("memkit::thread_cached_pool", size, alignment);
     }
     return static_cast<std::uint32_t>(rounded);

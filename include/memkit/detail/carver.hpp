@@ -50,6 +50,16 @@ public:
     return p;
   }
 
+  /// \returns the first of `n` consecutive blocks of `size` bytes carved in one step, or of as
+  /// many as are left if fewer, and their number in `taken`; at least one block even for `n` 0.
+  /// The batch form: a cache that carves a page's worth at a time touches memory a page at a time.
+  /// \requires `can_carve(size)`.
+  char* take_batch(std::size_t size, std::size_t n, std::size_t& taken) noexcept {
+    const std::size_t left = remaining() / size;
+    taken = n == 0 ? 1 : (n > left ? left : n);
+    return take(taken * size);
+  }
+
   /// \returns where the next block would start (the end of what was carved).
   char* next() const noexcept { return next_; }
   char* end() const noexcept { return end_; }

@@ -10,6 +10,7 @@
 #include "../config.hpp"
 #include "align.hpp"
 #include "assert.hpp"
+#include "bits.hpp"
 #include "fit_table.hpp"
 
 namespace memkit {
@@ -56,7 +57,7 @@ public:
       return first_[n].load(std::memory_order_acquire);
     }
     const std::uint64_t m = std::uint64_t{n} + first_bucket;
-    const unsigned top = top_bit(m);
+    const unsigned top = floor_log2(m);
     return buckets_[top - first_bucket_log]
         .load(std::memory_order_acquire)[m - (std::uint64_t{1} << top)]
         .load(std::memory_order_acquire);
@@ -158,19 +159,8 @@ private:
   // With m = n + 16, bucket b holds the m whose top bit is bit b + 4, at m minus that bit: the
   // bucket and the offset are a count of leading zeros and a subtraction (callgrind of an
   // alloc/free loop: 22 instructions per lookup with a shift-add-shift formula, 7 with this).
-  MEMKIT_ALWAYS_INLINE static unsigned top_bit(std::uint64_t m) noexcept {
-#if defined(__GNUC__)
-    return bits - 1 - static_cast<unsigned>(__builtin_clzll(m));
-#else
-    unsigned b = 0;
-    while (m >> (b + 1) != 0) {
-      ++b;
-    }
-    return b;
-#endif
-  }
   MEMKIT_ALWAYS_INLINE static unsigned bucket_of(std::uint32_t n) noexcept {
-    return top_bit(std::uint64_t{n} + first_bucket) - first_bucket_log;
+    return floor_log2(std::uint64_t{n} + first_bucket) - first_bucket_log;
   }
   // \returns the place of number n in its bucket b.
   MEMKIT_ALWAYS_INLINE static std::size_t offset_in(unsigned b, std::uint32_t n) noexcept {
@@ -217,7 +207,7 @@ private:
     if (memory == nullptr) {
       return false;
     }
-    table* const t = ::new (memory) table{grown - 1, bits - log2_of(grown), old};
+    table* const t = ::new (memory) table{grown - 1, bits - trailing_zeros(grown), old};
     for (std::size_t i = 0; i < grown; ++i) {
       ::new (static_cast<void*>(t->slots() + i)) slot{{0}, {0}};
     }

@@ -5,24 +5,11 @@
 
 #include "../config.hpp"
 #include "align.hpp"
+#include "bits.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
 namespace detail {
-
-/// \returns k for `power_of_two == 2^k`.
-constexpr unsigned log2_of(std::size_t power_of_two) noexcept {
-#if defined(__GNUC__)
-  return static_cast<unsigned>(__builtin_ctzll(power_of_two));
-#else
-  unsigned k = 0;
-  while (power_of_two > 1) {
-    power_of_two >>= 1;
-    ++k;
-  }
-  return k;
-#endif
-}
 
 /// Whether a request of (bytes, alignment) fits a fixed-block strategy's blocks: `bytes` at most
 /// the block size and `alignment` a power of two at most the block alignment. Entry k holds
@@ -43,7 +30,7 @@ public:
 
   bool operator()(std::size_t bytes, std::size_t alignment) const noexcept {
     if (alignment <= page_size) {
-      return is_valid_alignment(alignment) && bytes < fit_[log2_of(alignment)];
+      return is_valid_alignment(alignment) && bytes < fit_[trailing_zeros(alignment)];
     }
     return is_alignment_within(alignment, block_alignment_) && bytes < above_page_;
   }

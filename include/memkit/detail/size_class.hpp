@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "../config.hpp"
+#include "bits.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
@@ -31,32 +32,6 @@ inline constexpr std::size_t class_size_limit = std::size_t{64} * 1024;
 
 static_assert(default_alignment <= class_granularity && sizeof(void*) <= class_granularity,
               "a block of the smallest class must hold a link and be default-aligned");
-
-/// \returns floor(log2(n)). \requires n > 0.
-constexpr unsigned floor_log2(std::uint64_t n) noexcept {
-#if defined(__GNUC__)
-  return 63U - static_cast<unsigned>(__builtin_clzll(n));
-#else
-  // Six halving steps, no loop: each moves the top set bit into the lower half when it is above.
-  unsigned r = 0;
-  unsigned s = static_cast<unsigned>(n > 0xFFFFFFFFU) << 5;
-  n >>= s;
-  r |= s;
-  s = static_cast<unsigned>(n > 0xFFFFU) << 4;
-  n >>= s;
-  r |= s;
-  s = static_cast<unsigned>(n > 0xFFU) << 3;
-  n >>= s;
-  r |= s;
-  s = static_cast<unsigned>(n > 0xFU) << 2;
-  n >>= s;
-  r |= s;
-  s = static_cast<unsigned>(n > 0x3U) << 1;
-  n >>= s;
-  r |= s;
-  return r | static_cast<unsigned>(n >> 1);
-#endif
-}
 
 /// \returns the index of the smallest class whose size is at least `n`.
 /// \requires n >= 1.

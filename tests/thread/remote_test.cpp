@@ -1,5 +1,6 @@
-// tests/remote_queue_test.cpp: the MPSC batch list of memkit/detail/remote_queue.hpp.
-#include "memkit/detail/remote_queue.hpp"
+// tests/thread/remote_test.cpp: remote frees (memkit/detail/thread/remote.hpp): the MPSC batch
+// queue and the per-destination batches of the freeing thread.
+#include "memkit/detail/thread/remote.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +13,8 @@ namespace {
 
 using memkit::detail::free_chain;
 using memkit::detail::free_list;
-using memkit::detail::prepend;
-using memkit::detail::remote_queue;
+using memkit::detail::thread::prepend;
+using memkit::detail::thread::remote_queue;
 
 struct alignas(16) block {
   unsigned char bytes[32];

@@ -1,4 +1,4 @@
-// memkit/detail/thread_registry.hpp: per-thread state keyed by resource instance, found in one
+// memkit/detail/thread/registry.hpp: per-thread state keyed by resource instance, found in one
 // thread-local load, detected as stale after its instance is gone, and handed back at thread exit.
 #pragma once
 
@@ -9,17 +9,18 @@
 
 #include <pthread.h>
 
-#include "../config.hpp"
+#include "../../config.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
 namespace detail {
+namespace thread {
 
 /// What a thread holds for one enrolled instance: the instance's id when the binding was made, and
 /// the per-thread object (a heap) the instance gave it. A binding whose id is not the slot's
 /// current id is stale: its instance was destroyed or released, and the object it names may be
 /// gone, so it is never followed.
-struct thread_binding {
+struct binding {
   std::uint64_t id;
   void* object;
 };
@@ -47,7 +48,7 @@ struct thread_binding {
 ///
 /// Instances beyond `capacity` get an id no binding ever has (`no_id`): every lookup misses and
 /// the instance serves such threads from its shared, locked state.
-class thread_registry {
+class registry {
 public:
   /// Instances that may keep per-thread state at once: 64 bindings of 16 bytes, 1 KiB of TLS per
   /// thread. A process rarely has more than a handful of thread-caching resources; the malloc
@@ -65,10 +66,10 @@ public:
 
   /// \returns the process-wide registry. Never destroyed: threads may exit after static
   /// destructors ran.
-  static thread_registry& get() noexcept {
-    alignas(thread_registry) static unsigned char storage[sizeof(thread_registry)];
-    static thread_registry* const registry = ::new (storage) thread_registry;
-    return *registry;
+  static registry& get() noexcept {
+    alignas(registry) static unsigned char storage[sizeof(registry)];
+    static registry* const made = ::new (storage) registry;
+    return *made;
   }
 
   /// \returns a slot and a fresh id for `instance`, or `{0, no_id}` when every slot is taken.
@@ -104,7 +105,7 @@ public:
 
   /// \returns the calling thread's object for `k`, or null (none yet, or stale). The hot path.
   static MEMKIT_ALWAYS_INLINE void* bound(const key& k) noexcept {
-    const thread_binding& b = bindings.slot[k.slot];
+    const binding& b = bindings.slot[k.slot];
     return b.id == k.id ? b.object : nullptr;
   }
 
@@ -118,7 +119,7 @@ public:
     if (!bindings.armed) {
       // Armed first: should setting the key allocate after all, the allocation binds normally.
       bindings.armed = true;
-      if (thread_registry& r = get(); r.has_exit_key_) {
+      if (registry& r = get(); r.has_exit_key_) {
         ::pthread_setspecific(r.exit_key_, &bindings);
       }
     }
@@ -139,15 +140,15 @@ private:
     detach_fn detach;
   };
 
-  struct thread_bindings {
-    thread_binding slot[capacity];
+  struct bindings {
+    binding slot[capacity];
     bool armed;
     bool exiting;
   };
 
   // Without a key (the process ran out of them) threads are never detached: their heaps stay
   // bound to no thread, their blocks still free normally from any thread.
-  thread_registry() noexcept
+  registry() noexcept
       : has_exit_key_(::pthread_key_create(&exit_key_, &on_key_destroyed) == 0) {}
 
   static void on_key_destroyed(void*) noexcept { get().on_thread_exit(); }
@@ -156,7 +157,7 @@ private:
     bindings.exiting = true;
     const std::lock_guard<std::mutex> lock(mutex_);
     for (std::size_t i = 0; i < capacity; ++i) {
-      thread_binding& b = bindings.slot[i];
+      binding& b = bindings.slot[i];
       if (b.id != 0 && b.id == slots_[i].id) {
         slots_[i].detach(slots_[i].instance, b.object);
       }
@@ -164,7 +165,7 @@ private:
     }
   }
 
-  static inline thread_local thread_bindings bindings{};
+  static inline thread_local bindings bindings{};
 
   std::mutex mutex_;
   ::pthread_key_t exit_key_{};
@@ -173,6 +174,7 @@ private:
   slot_state slots_[capacity] = {};
 };
 
+} // namespace thread
 } // namespace detail
 } // namespace MEMKIT_ABI
 } // namespace memkit

@@ -1,0 +1,83 @@
+// memkit/detail/thread/decay.hpp: when memory a thread-caching resource no longer uses goes back to
+// the OS.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "../../config.hpp"
+#include "../os.hpp"
+#include "chunk.hpp"
+
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace detail {
+namespace thread {
+
+/// Whether `U` can give a range's pages back to the OS and keep it mapped (`decommit(p, bytes)`),
+/// and says after how long unused (`delay_ms`): the global replacement's os_upstream.
+template <class U, class = void>
+struct decommits : std::false_type {};
+template <class U>
+struct decommits<U, std::void_t<decltype(std::declval<U&>().decommit(nullptr, std::size_t{})),
+                                decltype(U::delay_ms)>> : std::true_type {};
+
+/// The whole policy of giving memory back, over an upstream that decommits (nothing otherwise):
+/// - a wholly free chunk in the depot for `Upstream::delay_ms` gives its pages back, all but its
+///   header's (which links it into the depot);
+/// - the upstream then gives back what it keeps for reuse (its own regions, by the same delay);
+/// - the depot is looked at whenever a chunk enters or leaves it and whenever a large block is
+///   allocated or freed (`tick`), at most twice per delay; a thread that runs on its cache alone
+///   ticks every 1,024 frees in the global replacement (src/heap.hpp, frees_per_tick);
+/// - `malloc_trim` (the engine's trim) gives everything back at once.
+/// Every member requires the depot's mutex.
+template <class Upstream>
+class decay {
+public:
+  static constexpr bool enabled = decommits<Upstream>::value;
+
+  /// \effects stamps `c`, a chunk entering the depot now.
+  void on_enter(chunk* c) noexcept {
+    if constexpr (enabled) {
+      c->freed_at = os::now_ms();
+    }
+  }
+
+  /// \returns whether it is time to `purge` (the time is read when `now` is 0).
+  bool due(std::uint64_t& now) const noexcept {
+    if constexpr (enabled) {
+      now = now != 0 ? now : os::now_ms();
+      return now >= next_purge_;
+    }
+    return false;
+  }
+
+  /// \effects decommits the chunks of the depot list `free` (linked through next) that waited
+  /// the delay by `now` (every one if `everything`), then lets `upstream` give back what it keeps.
+  /// \returns the bytes given back.
+  std::size_t purge(chunk* free, Upstream& upstream, std::uint64_t now, bool everything) noexcept {
+    std::size_t given = 0;
+    if constexpr (enabled) {
+      for (chunk* c = free; c != nullptr; c = c->next) {
+        if (c->freed_at != 0 && (everything || now - c->freed_at >= Upstream::delay_ms)) {
+          upstream.decommit(base_of(c) + page_size, chunk_size - page_size);
+          c->freed_at = 0;
+          given += chunk_size - page_size;
+        }
+      }
+      given += upstream.purge(everything);
+      next_purge_ = now + Upstream::delay_ms / 2;
+    }
+    return given;
+  }
+
+private:
+  std::uint64_t next_purge_ = 0; ///< the earliest time to look again
+};
+
+} // namespace thread
+} // namespace detail
+} // namespace MEMKIT_ABI
+} // namespace memkit

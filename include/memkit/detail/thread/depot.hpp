@@ -1,0 +1,245 @@
+// memkit/detail/thread/depot.hpp: what the per-thread heaps of a thread-caching resource share:
+// wholly free chunks, the upstream, the chunk map, large regions and the pool of heaps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <utility>
+
+#include "../../config.hpp"
+#include "../../stats.hpp"
+#include "../assert.hpp"
+#include "../chunk_map.hpp"
+#include "../poison.hpp"
+#include "chunk.hpp"
+#include "decay.hpp"
+#include "large.hpp"
+
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace detail {
+namespace thread {
+
+/// The shared side of docs/threads.md's thread_cached, behind one mutex that the allocation and
+/// free fast paths never take. It holds:
+/// - the depot proper: chunks whose blocks are all free, of any class, that heaps hand back above
+///   their bound and take before a new chunk is obtained, given back to the OS by `decay`;
+/// - every chunk and large region obtained from the upstream (for `release`), and the chunk map
+///   that finds them from an address;
+/// - every heap, and the list of heaps whose thread exited, waiting to be adopted whole.
+///
+/// Every member requires `mutex()` held, except `find` (lock-free, detail/chunk_map.hpp) and
+/// `release`, which requires quiescence. The upstream is called only from here, hence only under
+/// the mutex: it need not be thread-safe.
+template <class Upstream, class Heap>
+class depot {
+public:
+  static constexpr bool decommits = decay<Upstream>::enabled;
+
+  explicit depot(Upstream&& upstream) noexcept : upstream_(std::move(upstream)) {}
+  depot(const depot&) = delete;
+  depot& operator=(const depot&) = delete;
+  ~depot() { MEMKIT_ASSERT_INTERNAL(chunks_ == nullptr && large_.empty()); }
+
+  std::mutex& mutex() const noexcept { return mutex_; }
+
+  /// \effects takes `c`, a chunk with no live block and on no heap's list.
+  void push(chunk* c) noexcept {
+    c->owner = nullptr;
+    c->next = free_;
+    free_ = c;
+    decay_.on_enter(c);
+    tick(c->freed_at);
+  }
+
+  /// \returns a wholly free chunk, or null.
+  chunk* pop() noexcept {
+    tick();
+    chunk* c = free_;
+    if (c != nullptr) {
+      free_ = c->next;
+    }
+    return c;
+  }
+
+  /// \effects gives back what waited long enough (decay.hpp), if it is time; what every call that
+  /// takes or returns memory does. `now` 0: read the clock.
+  void tick(std::uint64_t now = 0) noexcept {
+    if (decay_.due(now)) {
+      decay_.purge(free_, upstream_, now, false);
+    }
+  }
+
+  /// \effects gives back every wholly free chunk's pages at once (`everything`), or those that
+  /// waited long enough. \returns the bytes given back; 0 unless the upstream decommits.
+  std::size_t purge(std::uint64_t now, bool everything) noexcept {
+    return decay_.purge(free_, upstream_, now, everything);
+  }
+
+  /// \returns a new chunk from the upstream, aligned to its size and recorded in the map, or null.
+  chunk* obtain() noexcept {
+    void* base = counted_.try_allocate(chunk_size, chunk_size);
+    if (base == nullptr) {
+      return nullptr;
+    }
+    auto* c = ::new (header_at(base)) chunk{};
+    c->bytes = chunk_size;
+    if (!map_.insert(counted_, base, chunk_size)) {
+      counted_.deallocate(base, chunk_size, chunk_size);
+      return nullptr;
+    }
+    c->link_next = chunks_;
+    chunks_ = c;
+    return c;
+  }
+
+  /// \returns a block of `n` bytes aligned to `alignment` in a region of its own (large.hpp), or
+  /// null.
+  void* allocate_large(std::size_t n, std::size_t alignment) noexcept {
+    tick();
+    return large_.allocate(n, alignment, counted_, map_);
+  }
+
+  /// \effects gives the region of large block header `c` back to the upstream.
+  void free_large(chunk* c) noexcept {
+    tick();
+    large_.free(c, counted_, map_);
+  }
+
+  /// \returns an exited thread's heap, whole, or a new one; null if none could be made.
+  Heap* adopt_or_make() noexcept {
+    Heap* h = abandoned_;
+    if (h != nullptr) {
+      abandoned_ = h->next_abandoned;
+      h->abandoned = false;
+      return h;
+    }
+    void* p = counted_.try_allocate(sizeof(Heap), alignof(Heap));
+    if (p == nullptr) {
+      return nullptr;
+    }
+    h = ::new (p) Heap;
+    h->next_heap = heaps_;
+    heaps_ = h;
+    ++heap_count_;
+    return h;
+  }
+
+  /// \effects moves `h`'s free chunks here and lists it for adoption.
+  void abandon(Heap& h) noexcept {
+    take_free_chunks(h);
+    h.abandoned = true;
+    h.next_abandoned = abandoned_;
+    abandoned_ = &h;
+  }
+
+  /// \effects moves here the spares and the pinned but otherwise empty current chunks of `h`, a
+  /// heap without a thread.
+  void take_free_chunks(Heap& h) noexcept {
+    for (std::size_t cls = 0; cls < sizeof h.bins / sizeof h.bins[0]; ++cls) {
+      chunk* c = h.bins[cls].current;
+      if (c != &empty_chunk && c->used == 1) {
+        c->used = 0;
+        c->in_bin = false;
+        h.set_current(cls, &empty_chunk);
+        push(c);
+      }
+    }
+    while (chunk* c = h.pop_spare()) {
+      push(c);
+    }
+  }
+
+  /// \effects calls `f(heap&)` for every heap waiting for adoption.
+  template <class F>
+  void for_each_abandoned(F&& f) noexcept {
+    for (Heap* a = abandoned_; a != nullptr; a = a->next_abandoned) {
+      f(*a);
+    }
+  }
+
+  /// \effects calls `f(const heap&)` for every heap.
+  template <class F>
+  void for_each_heap(F&& f) const noexcept {
+    for (const Heap* h = heaps_; h != nullptr; h = h->next_heap) {
+      f(*h);
+    }
+  }
+
+  std::size_t heap_count() const noexcept { return heap_count_; }
+
+  /// \effects adds the upstream counters of docs/statistics.md to `s`.
+  void add_upstream_counts(statistics& s) const noexcept {
+    s.upstream_allocations += upstream_allocations_;
+    s.upstream_deallocations += upstream_deallocations_;
+    s.upstream_bytes_in_use = upstream_bytes_;
+  }
+
+  /// \returns the chunk or large-region header covering `p`, or null. Lock-free.
+  chunk* find(const void* p) const noexcept { return header_at(map_.find(p)); }
+
+  /// \effects every chunk, region, heap and map node goes back to the upstream.
+  /// \requires quiescence; the mutex held or not.
+  void release() noexcept {
+    for (chunk* c = chunks_; c != nullptr;) {
+      chunk* const next = c->link_next;
+      unpoison_kept(base_of(c), chunk_size);
+      counted_.deallocate(base_of(c), chunk_size, chunk_size);
+      c = next;
+    }
+    large_.release(counted_);
+    for (Heap* h = heaps_; h != nullptr;) {
+      Heap* const next = h->next_heap;
+      h->~Heap();
+      counted_.deallocate(h, sizeof(Heap), alignof(Heap));
+      h = next;
+    }
+    map_.release(counted_);
+    chunks_ = free_ = nullptr;
+    heaps_ = abandoned_ = nullptr;
+    heap_count_ = 0;
+  }
+
+  Upstream& upstream() noexcept { return upstream_; }
+
+private:
+  // The upstream as the depot's parts see it, every call counted (docs/statistics.md).
+  struct counted_upstream {
+    depot& d;
+    void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
+      void* p = d.upstream_.try_allocate(bytes, alignment);
+      if (p != nullptr) {
+        ++d.upstream_allocations_;
+        d.upstream_bytes_ += bytes;
+      }
+      return p;
+    }
+    void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept {
+      d.upstream_.deallocate(p, bytes, alignment);
+      ++d.upstream_deallocations_;
+      d.upstream_bytes_ -= bytes;
+    }
+  };
+
+  mutable std::mutex mutex_;
+  chunk* free_ = nullptr;   ///< the depot proper: wholly free chunks, any class
+  chunk* chunks_ = nullptr; ///< every small chunk, through link_next
+  large_regions large_;
+  Heap* heaps_ = nullptr;     ///< every heap
+  Heap* abandoned_ = nullptr; ///< heaps whose thread exited
+  std::size_t heap_count_ = 0;
+  decay<Upstream> decay_;
+  std::size_t upstream_allocations_ = 0;
+  std::size_t upstream_deallocations_ = 0;
+  std::size_t upstream_bytes_ = 0;
+  chunk_map<chunk_shift> map_;
+  Upstream upstream_;
+  counted_upstream counted_{*this};
+};
+
+} // namespace thread
+} // namespace detail
+} // namespace MEMKIT_ABI
+} // namespace memkit

@@ -1,0 +1,664 @@
+// memkit/detail/thread/engine.hpp: what both thread-caching resources (thread_cached.hpp) and the
+// global replacement (src/) run on: the allocation and free paths over the parts of this folder.
+#pragma once
+
+// Glossary (docs/threads.md tells the whole story):
+// - block: what a caller gets; lies in a *chunk* (64 KiB, aligned to its size, chunk.hpp) of one
+//   size *class*, or alone in a *large region* (large.hpp).
+// - heap: one thread's cache (heap.hpp). Per class it has a *current* chunk, which allocation pops,
+//   and a *partial* list of chunks with free blocks; a chunk with every block out is *floating*
+//   (on no list) until one comes back; wholly free chunks are kept as *spares* up to a bound.
+// - pin: the current chunk's `used` counts one extra, so it never looks empty while current.
+// - depot: what heaps share, behind one lock (depot.hpp): wholly free chunks of any class, the
+//   chunk map, large regions, every heap. *decay* (decay.hpp) is when its memory goes back.
+// - remote free: a block freed by a thread whose heap does not own it. It is added to a *batch*
+//   for its owner (remote.hpp's remote_cache), the batch is *posted* to the owner's
+//   remote_queue with one CAS, and the owner *takes* the queue whole when it runs dry.
+// - bind / unbind: a thread gets a heap on its first call (thread/registry.hpp); at its exit the
+//   heap is *abandoned*, chunks with live blocks included, and *adopted* whole by the next new
+//   thread; meanwhile others *reclaim* what was freed to it.
+// - shared heap: serves threads that cannot have a heap of their own, under a lock.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <utility>
+
+#include "../../config.hpp"
+#include "../../error.hpp"
+#include "../../resource.hpp"
+#include "../../stats.hpp"
+#include "../align.hpp"
+#include "../assert.hpp"
+#include "../poison.hpp"
+#include "chunk.hpp"
+#include "depot.hpp"
+#include "heap.hpp"
+#include "registry.hpp"
+#include "remote.hpp"
+
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace detail {
+namespace thread {
+
+/// The machinery of docs/threads.md, "thread_cached": `Bins` size classes whose sizes the resource
+/// sets; the resource maps requests to classes and checks them. Public members that take a
+/// `heap*` are for a caller that keeps the calling thread's heap itself (the global replacement,
+/// in one TLS load): `mine` is then `current_heap()`.
+template <class Upstream, std::size_t Bins>
+class engine {
+public:
+  using heap = thread::heap<Bins>;
+  /// `expected_class` of `check_free` for a free without a size.
+  static constexpr std::size_t any_class = static_cast<std::size_t>(-1);
+
+  /// `cached_chunks`, `batch_blocks`: thread_cached_options (thread_cached.hpp).
+  engine(const char* name, const std::uint32_t* class_sizes, std::size_t class_count,
+         std::size_t cached_chunks, std::size_t batch_blocks, Upstream&& upstream) noexcept
+      : name_(name), class_count_(class_count), cached_chunks_(cached_chunks),
+        batch_blocks_(batch_blocks == 0 ? 1 : batch_blocks), depot_(std::move(upstream)) {
+    for (std::size_t i = 0; i < class_count; ++i) {
+      class_size_[i] = class_sizes[i];
+    }
+    key_ = registry::get().enroll(this, &unbind_thunk);
+  }
+
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  ~engine() {
+    registry::get().withdraw(key_);
+    give_back_everything();
+  }
+
+  std::size_t class_size(std::size_t cls) const noexcept { return class_size_[cls]; }
+
+  // ---- Allocation: the fast paths pop the current chunk's free list; the rest is out of line.
+
+  /// \returns a block of class `cls` for a request of `bytes`, or null.
+  MEMKIT_ALWAYS_INLINE void* allocate(std::size_t cls, std::size_t bytes) noexcept {
+    return allocate(my_heap(), cls, bytes);
+  }
+
+  /// allocate with the calling thread's heap already found (current_heap(), or null).
+  MEMKIT_ALWAYS_INLINE void* allocate(heap* mine, std::size_t cls, std::size_t bytes) noexcept {
+    if (MEMKIT_LIKELY(mine != nullptr)) {
+      if (void* const p = pop_current(*mine, cls, bytes); MEMKIT_LIKELY(p != nullptr)) {
+        return p;
+      }
+    }
+    return refill_and_allocate(mine, cls, bytes);
+  }
+
+  /// allocate for a request of at most table_class_limit bytes, in the any-size form: the class
+  /// and its current chunk found from the size in one load (heap::direct).
+  MEMKIT_ALWAYS_INLINE void* allocate_small(std::size_t bytes) noexcept {
+    heap* const mine = my_heap();
+    if (MEMKIT_LIKELY(mine != nullptr)) {
+      if (void* const p = pop_small(*mine, bytes); MEMKIT_LIKELY(p != nullptr)) {
+        return p;
+      }
+    }
+    return refill_and_allocate(mine, table_class_index(bytes), bytes);
+  }
+
+  /// The allocation fast path alone: a block of class `cls` from the current chunk of `mine`, or
+  /// null when that chunk's free list is empty (allocate then refills it).
+  MEMKIT_ALWAYS_INLINE static void* pop_current(heap& mine, std::size_t cls,
+                                                std::size_t bytes) noexcept {
+    return pop(mine, mine.bins[cls].current, bytes);
+  }
+
+  /// pop_current with the chunk found through the heap's direct table: a size up to
+  /// table_class_limit, in the any-size form.
+  MEMKIT_ALWAYS_INLINE static void* pop_small(heap& mine, std::size_t bytes) noexcept {
+    static_assert(heap::direct_steps != 0, "the any-size form's classes only");
+    chunk* const c = mine.direct[(bytes + class_granularity - 1) / class_granularity];
+    MEMKIT_ASSERT_INTERNAL(c == mine.bins[table_class_index(bytes)].current);
+    return pop(mine, c, bytes);
+  }
+
+  /// \returns a region of its own for `bytes` aligned to `alignment` (at most page_size, or any
+  /// power of two for a caller that finds headers through `find`), or null.
+  MEMKIT_NOINLINE void* allocate_large(std::size_t bytes, std::size_t alignment) noexcept {
+    const std::size_t n = bytes == 0 ? 1 : bytes;
+    void* p = nullptr;
+    {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      if ((p = depot_.allocate_large(n, alignment)) == nullptr) {
+        return fail();
+      }
+    }
+    count_allocation(bytes);
+    return p;
+  }
+
+  // ---- Free: a block of a chunk the calling thread's heap owns goes on that chunk's free list;
+  // anything else (another heap's block, a large block, no heap yet) goes out of line.
+
+  /// \effects frees `p`, a block of this resource allocated for `bytes`.
+  MEMKIT_ALWAYS_INLINE void free(void* p, std::size_t bytes) noexcept {
+    free(p, chunk_of(p), bytes);
+  }
+
+  /// free with the header of `p`'s chunk or large region already found (`find`).
+  MEMKIT_ALWAYS_INLINE void free(void* p, chunk* c, std::size_t bytes) noexcept {
+    free(p, c, my_heap(), bytes);
+  }
+
+  /// free with the calling thread's heap already found: `mine` is current_heap(). Null only when
+  /// none is bound: the call then binds one, which the caller must use from then on (a null
+  /// passed again would bind yet another heap).
+  MEMKIT_ALWAYS_INLINE void free(void* p, chunk* c, heap* mine, std::size_t bytes) noexcept {
+    if (MEMKIT_LIKELY(mine != nullptr && c->owner == mine)) {
+      mine->counters.on_deallocate(bytes);
+      c->free.push(p, c->block_size);
+      // The current chunk of a class is pinned, so a free-allocate ping-pong on one block never
+      // lands here.
+      if (MEMKIT_UNLIKELY(--c->used == 0 || !c->in_bin)) {
+        relist(*mine, c, false);
+      }
+      return;
+    }
+    free_elsewhere(p, c, mine, bytes);
+  }
+
+  /// \returns the bytes usable at `p`: its class size, or a large block's requested size.
+  /// \requires `p` is a live block of this resource.
+  static std::size_t usable_size(const void* p) noexcept { return usable_size(chunk_of(p)); }
+  /// usable_size of the block whose header is `c`.
+  static std::size_t usable_size(const chunk* c) noexcept {
+    return c->is_large() ? c->size : c->block_size;
+  }
+
+  // ---- Checks and lookups.
+
+  /// \returns whether `p` may be freed as a block of `expected_class` (any_class: any block),
+  /// reporting the misuse otherwise. O(1) (a chunk-map lookup and the header) below
+  /// `MEMKIT_DEBUG` 3, which also walks the chunk's free list and the outgoing batches.
+  bool check_free(void* p, std::size_t bytes, std::size_t alignment,
+                  std::size_t expected_class) const noexcept {
+    chunk* const c = depot_.find(p);
+    misuse verdict = misuse::foreign_pointer;
+    if (c == nullptr) {
+      // not ours
+    } else if (c->is_large()) {
+      if (p != c->blocks) {
+        // an interior pointer
+      } else if (expected_class != any_class &&
+                 (expected_class != large_class || (bytes == 0 ? 1 : bytes) != c->size)) {
+        verdict = misuse::size_mismatch;
+      } else {
+        return true;
+      }
+    } else if (p < c->blocks ||
+               static_cast<std::size_t>(static_cast<char*>(p) - c->blocks) % c->block_size != 0) {
+      // inside a chunk but not at a block
+    } else if (c->owner == nullptr) {
+      verdict = misuse::double_free; // the whole chunk is free, in the depot
+    } else if (expected_class != any_class && expected_class != c->cls) {
+      verdict = misuse::size_mismatch;
+    } else if (const heap* const mine = my_heap();
+               mine == c->owner && static_cast<const char*>(p) >= c->fresh.next()) {
+      // never handed out: not a block yet
+    } else if (is_free(p, c, mine)) {
+      verdict = misuse::double_free;
+    } else {
+      return true;
+    }
+    report_misuse(verdict, name_, p, bytes, alignment);
+    return false;
+  }
+
+  /// \returns whether `p` points into a block this resource handed out or may hand out (a small
+  /// chunk's blocks, a large block's bytes). O(1), any thread.
+  bool owns(const void* p) const noexcept {
+    const chunk* c = depot_.find(p);
+    if (c == nullptr) {
+      return false;
+    }
+    if (c->is_large()) {
+      return in_range(p, c->blocks, c->size);
+    }
+    return in_range(p, c->blocks, static_cast<std::size_t>(base_of(c) + chunk_size - c->blocks));
+  }
+
+  /// \returns the header of the chunk or large region holding `p`, or null if `p` lies in no
+  /// memory of this resource. Lock-free, any thread; reads no memory at `p`.
+  chunk* find(const void* p) const noexcept { return depot_.find(p); }
+
+  /// \returns the calling thread's heap, or null (none bound yet, or its exit began).
+  heap* current_heap() const noexcept { return my_heap(); }
+
+  /// Called on a thread that is exiting, before its heap is given up: for a caller that keeps its
+  /// own per-thread pointer to the heap (the malloc replacement's), which must drop it then.
+  using unbind_listener = void (*)() noexcept;
+  void on_unbind(unbind_listener f) noexcept { unbind_listener_ = f; }
+
+  // ---- Memory going back, fork, release, statistics.
+
+  /// fork(2) support (pthread_atfork in the malloc replacement): takes every lock of the engine,
+  /// in the order the engine nests them, so the child inherits none held by a thread it lacks.
+  void prepare_fork() noexcept {
+    shared_mutex_.lock();
+    depot_.mutex().lock();
+  }
+  /// \effects releases what prepare_fork took, in the parent and in the child.
+  void after_fork() noexcept {
+    depot_.mutex().unlock();
+    shared_mutex_.unlock();
+  }
+
+  /// \effects gives every wholly free chunk's pages in the depot back to the upstream's OS, and
+  /// what the upstream keeps (malloc_trim). \returns the bytes given back; 0 unless the
+  /// upstream decommits (decay.hpp).
+  std::size_t trim() noexcept {
+    const std::lock_guard<std::mutex> lock(depot_.mutex());
+    return depot_.purge(os::now_ms(), true);
+  }
+
+  /// \effects gives back what has waited long enough (decay.hpp), as any visit to the depot does:
+  /// for a caller whose threads run on their caches alone for a long time.
+  void tick() noexcept {
+    if constexpr (depot_type::decommits) {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      depot_.tick();
+    }
+  }
+
+  /// \effects every chunk, large block and heap goes back to the upstream; bindings of threads go
+  /// stale (re-keyed), so each thread takes a fresh heap on its next call.
+  /// \requires quiescence: no other thread uses the resource during the call.
+  void release() noexcept {
+    key_.id = registry::get().rekey(key_);
+    give_back_everything();
+  }
+
+  /// \returns the heaps created so far and not released: at most the peak number of threads that
+  /// used the resource at once, as exited threads' heaps are adopted by new threads.
+  std::size_t heap_count() const noexcept {
+    const std::lock_guard<std::mutex> lock(depot_.mutex());
+    return depot_.heap_count();
+  }
+
+  /// \returns the counters of docs/statistics.md summed over the heaps (exact at quiescence;
+  /// peaks are the largest sums seen by stats() calls).
+  statistics stats() const noexcept {
+    statistics s;
+    if constexpr (statistics_enabled) {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      s = retired_;
+      shared_.counters.add_to(s);
+      unbound_.add_to(s);
+      depot_.for_each_heap([&](const heap& h) { h.counters.add_to(s); });
+      s.failures += failures_.load(std::memory_order_relaxed);
+      s.fallbacks += fallbacks_.load(std::memory_order_relaxed);
+      depot_.add_upstream_counts(s);
+      peak_bytes_ = s.bytes_in_use > peak_bytes_ ? s.bytes_in_use : peak_bytes_;
+      peak_blocks_ = s.blocks_in_use > peak_blocks_ ? s.blocks_in_use : peak_blocks_;
+      s.peak_bytes_in_use = peak_bytes_;
+      s.peak_blocks_in_use = peak_blocks_;
+    }
+    return s;
+  }
+
+  Upstream& upstream() noexcept { return depot_.upstream(); }
+  const char* name() const noexcept { return name_; }
+
+  /// \returns null, counting a failed request.
+  void* fail() noexcept {
+    if constexpr (statistics_enabled) {
+      failures_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return nullptr;
+  }
+
+private:
+  using depot_type = depot<Upstream, heap>;
+
+  heap* my_heap() const noexcept { return static_cast<heap*>(registry::bound(key_)); }
+
+  /// The allocation fast path for chunk `c`, the current chunk of a class of `mine`.
+  MEMKIT_ALWAYS_INLINE static void* pop(heap& mine, chunk* c, std::size_t bytes) noexcept {
+    if (MEMKIT_LIKELY(!c->free.empty())) {
+      void* const p = c->free.pop();
+      ++c->used;
+      // The whole block is handed out, not just `bytes`: usable_size() promises every byte of
+      // the class is writable, as malloc_usable_size(3) does. Poisoning therefore catches
+      // overruns past the class size, not within it.
+      unpoison(p, c->block_size);
+      mine.counters.on_allocate(bytes);
+      return p;
+    }
+    return nullptr;
+  }
+
+  void count_allocation(std::size_t bytes) noexcept {
+    if (heap* h = my_heap(); h != nullptr) {
+      h->counters.on_allocate(bytes);
+    } else {
+      const std::lock_guard<std::mutex> lock(shared_mutex_);
+      shared_.counters.on_allocate(bytes);
+    }
+  }
+
+  // The current chunk of `cls` had no free block, or the thread has no heap yet.
+  MEMKIT_NOINLINE void* refill_and_allocate(heap* h, std::size_t cls, std::size_t bytes) noexcept {
+    if (h == nullptr && (h = bind_heap()) == nullptr) {
+      // No per-thread heap: too many instances, the thread is exiting, or none could be made.
+      const std::lock_guard<std::mutex> lock(shared_mutex_);
+      void* p = refill(shared_, cls);
+      if (p == nullptr) {
+        return fail();
+      }
+      if constexpr (statistics_enabled) {
+        fallbacks_.fetch_add(1, std::memory_order_relaxed);
+      }
+      unpoison(p, class_size_[cls]);
+      shared_.counters.on_allocate(bytes);
+      return p;
+    }
+    void* p = refill(*h, cls);
+    if (p == nullptr) {
+      return fail();
+    }
+    unpoison(p, class_size_[cls]);
+    h->counters.on_allocate(bytes);
+    return p;
+  }
+
+  static void* take(chunk* c) noexcept {
+    ++c->used;
+    return c->free.pop();
+  }
+
+  // A block of class `cls` for `h`, whose current chunk has no free block, in this order: carve
+  // more of the current chunk; post the outgoing batches and take what others posted here; a
+  // partly used chunk of the class; a spare chunk; the depot; abandoned heaps' returns; the
+  // upstream. Null only if the upstream has nothing.
+  void* refill(heap& h, std::size_t cls) noexcept {
+    typename heap::bin& b = h.bins[cls];
+    chunk* c = b.current;
+    if (!c->free.empty()) {
+      return take(c);
+    }
+    if (!c->fresh.exhausted()) {
+      return carve_and_take(c);
+    }
+    h.outgoing.template flush<heap>();
+    if (h.remote.has_posts()) {
+      take_remote_frees(h, false);
+      if (!c->free.empty()) {
+        return take(c);
+      }
+    }
+    if (c != &empty_chunk) {
+      // Full: it floats, owned but on no list, until a block of it comes back (relist).
+      c->in_bin = false;
+      --c->used; // unpin
+      MEMKIT_ASSERT_INTERNAL(c->used == c->capacity);
+    }
+    h.set_current(cls, &empty_chunk);
+    if ((c = b.partial.front()) != nullptr) {
+      h.unlink_partial(c);
+    } else if ((c = claim_chunk(h, cls)) == nullptr) {
+      return nullptr;
+    }
+    c->in_bin = true;
+    ++c->used; // pin
+    h.set_current(cls, c);
+    return !c->free.empty() ? take(c) : carve_and_take(c);
+  }
+
+  // Carves up to a page's worth of blocks (at least one) onto the free list and takes the first:
+  // memory is touched a page at a time, as mimalloc extends a page's free list
+  // (mi_page_extend_free).
+  static void* carve_and_take(chunk* c) noexcept {
+    const std::size_t s = c->block_size;
+    std::size_t n = 0;
+    char* const first = c->fresh.take_batch(s, page_size / s, n);
+    for (std::size_t k = n; k-- > 1;) {
+      c->free.push(first + k * s, s);
+    }
+    ++c->used;
+    return first;
+  }
+
+  // A block came back to `c`, owned by `h`, which either emptied it or found it floating: an
+  // empty chunk leaves its list (keep_or_return), a floating one goes on the partial list.
+  MEMKIT_NOINLINE void relist(heap& h, chunk* c, bool locked) noexcept {
+    MEMKIT_ASSERT_INTERNAL(c->used <= c->capacity);
+    if (c->used == 0) {
+      MEMKIT_ASSERT_INTERNAL(c != h.bins[c->cls].current);
+      if (c->in_bin) {
+        h.unlink_partial(c);
+      }
+      keep_or_return(h, c, locked);
+    } else if (!c->in_bin) {
+      h.link_partial(c);
+    }
+  }
+
+  // A wholly free chunk of `h`: kept as a spare up to the bound, else handed to the depot.
+  void keep_or_return(heap& h, chunk* c, bool locked) noexcept {
+    MEMKIT_ASSERT_INTERNAL(c->used == 0 && c->owner == &h && h.spare_count <= cached_chunks_);
+    c->in_bin = false;
+    if (h.spare_count < cached_chunks_) {
+      h.push_spare(c);
+      return;
+    }
+    if (locked) {
+      depot_.push(c);
+    } else {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      depot_.push(c);
+    }
+  }
+
+  // A chunk for class `cls` of `h`: a spare, the depot's, one of abandoned heaps' freed chunks,
+  // or a new one from the upstream; null if none.
+  chunk* claim_chunk(heap& h, std::size_t cls) noexcept {
+    chunk* c = h.pop_spare();
+    if (c == nullptr) {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      if ((c = depot_.pop()) == nullptr) {
+        reclaim_abandoned();
+        if ((c = depot_.pop()) == nullptr && (c = depot_.obtain()) == nullptr) {
+          return nullptr;
+        }
+      }
+    }
+    assign(c, h, cls);
+    return c;
+  }
+
+  // Makes `c`, a chunk with no live block, one of class `cls` owned by `h`, its blocks not carved.
+  // Blocks sit at the chunk's end, at multiples of the class size from it, so each is aligned to
+  // the largest power of two dividing the class size (the chunk is aligned to its size).
+  void assign(chunk* c, heap& h, std::size_t cls) noexcept {
+    const std::size_t s = class_size_[cls];
+    char* const end = base_of(c) + chunk_size;
+    const std::size_t capacity = static_cast<std::size_t>(end - reinterpret_cast<char*>(c + 1)) / s;
+    c->owner = &h;
+    c->cls = static_cast<std::uint32_t>(cls);
+    c->block_size = static_cast<std::uint32_t>(s);
+    c->blocks = end - capacity * s;
+    c->fresh = carver(c->blocks, end);
+    c->free.clear();
+    c->used = 0;
+    c->capacity = static_cast<std::uint32_t>(capacity);
+    c->prev = c->next = nullptr;
+    c->in_bin = false;
+    poison(c->blocks, capacity * s);
+  }
+
+  // Takes everything other threads posted to `h` and frees each block into its chunk.
+  void take_remote_frees(heap& h, bool locked) noexcept {
+    for (void* p = h.remote.take_all(); p != nullptr;) {
+      void* const next = free_list::next(p);
+      chunk* c = chunk_of(p);
+      MEMKIT_ASSERT_INTERNAL(c->owner == &h && !c->is_large());
+      c->free.push(p, c->block_size);
+      if (--c->used == 0 || !c->in_bin) {
+        relist(h, c, locked);
+      }
+      p = next;
+    }
+  }
+
+  // A free the fast path could not do: a large block, a thread without a heap, or a block of
+  // another heap (batched for its owner, remote.hpp).
+  MEMKIT_NOINLINE void free_elsewhere(void* p, chunk* c, heap* h, std::size_t bytes) noexcept {
+    if (c->is_large()) {
+      if (h != nullptr) {
+        h->counters.on_deallocate(bytes);
+      } else {
+        count_unbound_free(bytes);
+      }
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      depot_.free_large(c);
+      return;
+    }
+    if (h == nullptr && (h = bind_heap()) == nullptr) {
+      count_unbound_free(bytes);
+      if (c->owner == &shared_) {
+        const std::lock_guard<std::mutex> lock(shared_mutex_);
+        c->free.push(p, c->block_size);
+        if (--c->used == 0 || !c->in_bin) {
+          relist(shared_, c, false);
+        }
+      } else {
+        free_chain one;
+        prepend(one, p, c->block_size);
+        static_cast<heap*>(c->owner)->remote.post(one);
+      }
+      return;
+    }
+    h->counters.on_deallocate(bytes);
+    h->outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
+  }
+
+  // \returns whether `p`, a carved block of small chunk `c` (owned), is known free: at the head
+  // of its chunk's free list or of the batch `mine` (the calling thread's heap, or null) holds
+  // for its owner; at MEMKIT_DEBUG 3 anywhere on that free list or in any batch.
+  static bool is_free(const void* p, const chunk* c, const heap* mine) noexcept {
+    if (mine == nullptr) {
+      return false;
+    }
+    if (c->owner == mine) {
+      if (p == c->free.head()) {
+        return true;
+      }
+      if constexpr (debug_level >= 3) {
+        for (const void* f = c->free.head(); f != nullptr; f = free_list::next(f)) {
+          if (f == p) {
+            return true;
+          }
+        }
+      }
+    }
+    return mine->outgoing.holds(c->owner, p, debug_level >= 3);
+  }
+
+  void count_unbound_free(std::size_t bytes) noexcept {
+    if constexpr (statistics_enabled) {
+      const std::lock_guard<std::mutex> lock(shared_mutex_);
+      unbound_.on_deallocate(bytes);
+    }
+  }
+
+  // A heap for the calling thread: an exited thread's, adopted whole, or a new one.
+  heap* bind_heap() noexcept {
+    if (key_.id == registry::no_id) {
+      return nullptr;
+    }
+    heap* h = nullptr;
+    {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      if ((h = depot_.adopt_or_make()) == nullptr) {
+        return nullptr;
+      }
+    }
+    if (!registry::bind(key_, h)) {
+      const std::lock_guard<std::mutex> lock(depot_.mutex());
+      depot_.abandon(*h);
+      return nullptr;
+    }
+    return h;
+  }
+
+  static void unbind_thunk(void* self, void* h) noexcept {
+    static_cast<engine*>(self)->unbind(*static_cast<heap*>(h));
+  }
+
+  // Thread exit (under the registry's mutex): post what is pending, take what was posted, and
+  // give the wholly free chunks to the depot. The chunks still holding live blocks stay with the
+  // heap, which waits on the abandoned list for a new thread to adopt it, remote queue included.
+  void unbind(heap& h) noexcept {
+    if (unbind_listener_ != nullptr) {
+      unbind_listener_();
+    }
+    h.outgoing.template flush<heap>();
+    take_remote_frees(h, false);
+    const std::lock_guard<std::mutex> lock(depot_.mutex());
+    depot_.abandon(h);
+  }
+
+  // Requires the depot's mutex, which makes the caller the one consumer of every abandoned
+  // heap's queue: blocks freed to exited threads are reused before the upstream is asked for more.
+  void reclaim_abandoned() noexcept {
+    depot_.for_each_abandoned([&](heap& a) {
+      if (a.remote.has_posts()) {
+        take_remote_frees(a, true);
+      }
+      depot_.take_free_chunks(a);
+    });
+  }
+
+  void give_back_everything() noexcept {
+    const std::lock_guard<std::mutex> lock(depot_.mutex());
+    if constexpr (statistics_enabled) {
+      statistics s;
+      shared_.counters.add_to(s);
+      unbound_.add_to(s);
+      depot_.for_each_heap([&](const heap& h) { h.counters.add_to(s); });
+      retired_.allocations += s.allocations;
+      retired_.deallocations += s.deallocations;
+    }
+    depot_.release();
+    shared_.~heap();
+    ::new (&shared_) heap;
+    unbound_.~counters();
+    ::new (&unbound_) counters;
+  }
+
+  // Read by every call.
+  registry::key key_;
+  std::uint32_t class_size_[Bins] = {};
+  const char* name_;
+  std::size_t class_count_;
+  std::size_t cached_chunks_;
+  std::size_t batch_blocks_;
+
+  // Everything shared, behind one lock the fast paths never take.
+  depot_type depot_;
+  statistics retired_; ///< totals of heaps given back by release()
+  mutable std::size_t peak_bytes_ = 0;
+  mutable std::size_t peak_blocks_ = 0;
+
+  // Threads without a heap of their own share this one under its lock.
+  std::mutex shared_mutex_;
+  heap shared_;
+  thread::counters unbound_; ///< frees by threads without a heap (under shared_mutex_)
+  std::atomic<std::size_t> failures_{0};
+  std::atomic<std::size_t> fallbacks_{0};
+  unbind_listener unbind_listener_ = nullptr;
+};
+
+} // namespace thread
+} // namespace detail
+} // namespace MEMKIT_ABI
+} // namespace memkit

@@ -1,0 +1,149 @@
+// memkit/detail/thread/heap.hpp: one thread's cache of a thread-caching resource, and the
+// operations that touch only that heap.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "../../config.hpp"
+#include "../../stats.hpp"
+#include "../align.hpp"
+#include "../intrusive_list.hpp"
+#include "../size_class.hpp"
+#include "chunk.hpp"
+#include "remote.hpp"
+
+namespace memkit {
+inline namespace MEMKIT_ABI {
+namespace detail {
+namespace thread {
+
+/// Per-heap counters (docs/statistics.md), written only by the heap's current thread with relaxed
+/// atomic stores (no read-modify-write) and summed by `stats()` from any thread.
+#if MEMKIT_STATISTICS
+struct counters {
+  std::atomic<std::size_t> allocations{0};
+  std::atomic<std::size_t> deallocations{0};
+  std::atomic<std::size_t> bytes{0}; ///< allocated minus freed here, modulo 2^N
+  std::atomic<std::size_t> blocks{0};
+
+  static void bump(std::atomic<std::size_t>& c, std::size_t by) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
+  void on_allocate(std::size_t n) noexcept {
+    bump(allocations, 1);
+    bump(bytes, n);
+    bump(blocks, 1);
+  }
+  void on_deallocate(std::size_t n) noexcept {
+    bump(deallocations, 1);
+    bump(bytes, 0 - n);
+    bump(blocks, 0 - std::size_t{1});
+  }
+  void add_to(statistics& s) const noexcept {
+    s.allocations += allocations.load(std::memory_order_relaxed);
+    s.deallocations += deallocations.load(std::memory_order_relaxed);
+    s.bytes_in_use += bytes.load(std::memory_order_relaxed);
+    s.blocks_in_use += blocks.load(std::memory_order_relaxed);
+  }
+};
+#else
+struct counters {
+  void on_allocate(std::size_t) noexcept {}
+  void on_deallocate(std::size_t) noexcept {}
+  void add_to(statistics&) const noexcept {}
+};
+#endif
+
+/// One thread's cache for one resource: per size class a current chunk and a list of partially
+/// used ones (each chunk keeps its own free list, mimalloc's free-list sharding), up to
+/// `cached_chunks` wholly free chunks of any class (the spares), the outgoing batches of blocks
+/// freed here for other heaps, and the queue other threads post this heap's blocks to.
+///
+/// Every member but `remote` is touched only by the heap's current thread, or by whoever holds the
+/// resource's lock while the heap has no thread (abandoned, being adopted or scavenged). Heaps are
+/// never destroyed while their resource lives, so a pointer to one in a chunk header stays valid.
+template <std::size_t Bins>
+struct heap {
+  /// The only member other threads write: on its own cache line.
+  alignas(cache_line_size) remote_queue remote;
+
+  using chunk_list = intrusive_list<chunk, &chunk::prev, &chunk::next>;
+  struct bin {
+    chunk* current = &empty_chunk;
+    chunk_list partial; ///< not full, not current
+  };
+
+  alignas(cache_line_size) bin bins[Bins];
+  /// In the any-size form (the classes of size_class.hpp): for each 16-byte step of sizes up to
+  /// table_class_limit, the current chunk of its class, kept equal to that bin's by set_current.
+  /// The allocation fast path finds its chunk from the size in one load, rather than a load of
+  /// the class table and then one of the bin, as mimalloc's heap has a page per word size
+  /// (pages_free_direct).
+  static constexpr std::size_t direct_steps = Bins > class_index(table_class_limit)
+                                                  ? table_class_limit / class_granularity + 1
+                                                  : 0;
+  chunk* direct[direct_steps == 0 ? 1 : direct_steps];
+  remote_cache outgoing;
+  chunk* spare = nullptr; ///< wholly free chunks kept, linked through next
+  std::size_t spare_count = 0;
+  heap* next_heap = nullptr;      ///< every heap of the resource
+  heap* next_abandoned = nullptr; ///< heaps whose thread exited
+  bool abandoned = false;
+  thread::counters counters;
+
+  heap() noexcept {
+    for (chunk*& d : direct) {
+      d = &empty_chunk;
+    }
+  }
+
+  /// \effects makes `c` the current chunk of class `cls`.
+  void set_current(std::size_t cls, chunk* c) noexcept {
+    bins[cls].current = c;
+    if constexpr (direct_steps != 0) {
+      if (cls <= class_index(table_class_limit)) {
+        const std::size_t last = class_size(cls) / class_granularity;
+        for (std::size_t s = cls == 0 ? 0 : class_size(cls - 1) / class_granularity + 1; s <= last;
+             ++s) {
+          direct[s] = c;
+        }
+      }
+    }
+  }
+
+  /// \effects lists `c`, no longer full, as a partly used chunk of its class.
+  void link_partial(chunk* c) noexcept {
+    bins[c->cls].partial.push_front(c);
+    c->in_bin = true;
+  }
+
+  /// \effects takes `c` off its class's partial list.
+  void unlink_partial(chunk* c) noexcept {
+    bins[c->cls].partial.erase(c);
+    c->in_bin = false;
+  }
+
+  /// \effects keeps `c`, a wholly free chunk, as a spare.
+  void push_spare(chunk* c) noexcept {
+    c->next = spare;
+    spare = c;
+    ++spare_count;
+  }
+
+  /// \returns a spare chunk, or null.
+  chunk* pop_spare() noexcept {
+    chunk* const c = spare;
+    if (c != nullptr) {
+      spare = c->next;
+      c->next = nullptr;
+      --spare_count;
+    }
+    return c;
+  }
+};
+
+} // namespace thread
+} // namespace detail
+} // namespace MEMKIT_ABI
+} // namespace memkit
