@@ -90,3 +90,71 @@ TEST(RemoteQueue, EveryBlockOfManyProducersArrivesExactlyOnce) {
 }
 
 } // namespace
+
+namespace {
+
+using memkit::detail::thread::remote_cache;
+
+// A destination as remote_cache sees one: a queue named `remote`, cache-line aligned as heaps are.
+struct alignas(64) destination {
+  remote_queue remote;
+  std::vector<void*> taken() {
+    std::vector<void*> v;
+    for (void* p = remote.take_all(); p != nullptr; p = free_list::next(p)) {
+      v.push_back(p);
+    }
+    return v;
+  }
+};
+
+TEST(RemoteCache, PostsABatchWhenItReachesTheLimitAndNotBefore) {
+  std::vector<block> blocks(5);
+  destination d;
+  remote_cache c;
+  for (std::size_t i = 0; i < 2; ++i) {
+    c.add(&d, &blocks[i], sizeof(block), 3);
+  }
+  EXPECT_FALSE(d.remote.has_posts());
+  EXPECT_EQ(c.pending(), 2u);
+  EXPECT_TRUE(c.holds(&d, &blocks[1], false)); // the newest block of its batch
+  EXPECT_FALSE(c.holds(&d, &blocks[0], false));
+  EXPECT_TRUE(c.holds(&d, &blocks[0], true)); // found by the walk
+  c.add(&d, &blocks[2], sizeof(block), 3);
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_EQ(d.taken(), (std::vector<void*>{&blocks[2], &blocks[1], &blocks[0]}));
+  EXPECT_FALSE(c.holds(&d, &blocks[2], true));
+}
+
+TEST(RemoteCache, ADestinationTakingAnOccupiedSlotPostsTheOlderBatchFirst) {
+  std::vector<block> blocks(3);
+  // Eight heaps apart: the same slot of the direct-mapped table.
+  std::vector<destination> d(remote_cache::slots + 1);
+  remote_cache c;
+  c.add(&d[0], &blocks[0], sizeof(block), 64);
+  c.add(&d[0], &blocks[1], sizeof(block), 64);
+  c.add(&d[remote_cache::slots], &blocks[2], sizeof(block), 64);
+  EXPECT_EQ(d[0].taken(), (std::vector<void*>{&blocks[1], &blocks[0]}));
+  EXPECT_FALSE(d[remote_cache::slots].remote.has_posts());
+  EXPECT_EQ(c.pending(), 1u);
+}
+
+TEST(RemoteCache, FlushPostsEveryBatchToItsOwnDestination) {
+  std::vector<block> blocks(remote_cache::slots * 2);
+  std::vector<destination> d(remote_cache::slots);
+  remote_cache c;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    c.add(&d[i % d.size()], &blocks[i], sizeof(block), 64);
+  }
+  EXPECT_EQ(c.pending(), blocks.size());
+  c.flush<destination>();
+  EXPECT_EQ(c.pending(), 0u);
+  for (std::size_t k = 0; k < d.size(); ++k) {
+    EXPECT_EQ(d[k].taken(), (std::vector<void*>{&blocks[k + d.size()], &blocks[k]})) << k;
+  }
+  c.flush<destination>(); // nothing pending: nothing posted
+  for (destination& x : d) {
+    EXPECT_FALSE(x.remote.has_posts());
+  }
+}
+
+} // namespace

@@ -1,0 +1,225 @@
+// tests/thread/depot_test.cpp: what the heaps share (memkit/detail/thread/depot.hpp), with its
+// large regions (large.hpp) and decay (decay.hpp): every chunk, region and heap obtained from a spy
+// upstream comes back to it, and memory is decommitted exactly when its delay has passed.
+#include "memkit/detail/thread/depot.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "memkit/detail/thread/heap.hpp"
+#include "memkit/resource.hpp"
+#include "support/spy_resource.hpp"
+
+namespace {
+
+namespace thread = memkit::detail::thread;
+using memkit::page_size;
+using memkit::resource_ref;
+using memkit::detail::address;
+using memkit::test::spy_resource;
+
+using heap = thread::heap<4>;
+using spy_depot = thread::depot<resource_ref<spy_resource>, heap>;
+
+void expect_all_returned(const spy_resource& spy) {
+  EXPECT_EQ(spy.blocks_in_use(), 0u);
+  EXPECT_TRUE(spy.errors().empty()) << (spy.errors().empty() ? "" : spy.errors().front());
+}
+
+TEST(Depot, ObtainedChunksAreAlignedFoundFromAnyOfTheirBytesAndAllReturnedByRelease) {
+  spy_resource spy;
+  {
+    spy_depot d(resource_ref<spy_resource>{spy});
+    std::vector<thread::chunk*> chunks;
+    for (int i = 0; i < 3; ++i) {
+      thread::chunk* c = d.obtain();
+      ASSERT_NE(c, nullptr);
+      EXPECT_EQ(address(thread::base_of(c)) % thread::chunk_size, 0u);
+      EXPECT_EQ(c, thread::header_at(thread::base_of(c)));
+      EXPECT_EQ(d.find(thread::base_of(c) + thread::chunk_size - 1), c);
+      chunks.push_back(c);
+    }
+    int outside = 0;
+    EXPECT_EQ(d.find(&outside), nullptr);
+    {
+      memkit::statistics s;
+      d.add_upstream_counts(s);
+      EXPECT_GE(s.upstream_allocations, 3u); // the chunks, and the map's own nodes
+      EXPECT_GE(s.upstream_bytes_in_use, 3 * thread::chunk_size);
+    }
+    d.release();
+    expect_all_returned(spy);
+    EXPECT_EQ(d.find(thread::base_of(chunks[0])), nullptr);
+  }
+  expect_all_returned(spy);
+}
+
+TEST(Depot, FreeChunksComeBackNewestFirstOwnedByNoHeap) {
+  spy_resource spy;
+  spy_depot d(resource_ref<spy_resource>{spy});
+  thread::chunk* a = d.obtain();
+  thread::chunk* b = d.obtain();
+  int owner = 0;
+  a->owner = b->owner = &owner;
+  EXPECT_EQ(d.pop(), nullptr);
+  d.push(a);
+  d.push(b);
+  EXPECT_EQ(a->owner, nullptr);
+  EXPECT_EQ(d.pop(), b);
+  EXPECT_EQ(d.pop(), a);
+  EXPECT_EQ(d.pop(), nullptr);
+  d.release();
+  expect_all_returned(spy);
+}
+
+TEST(Depot, HeapsAreMadeOnceAndAnAbandonedOneIsAdoptedWhole) {
+  spy_resource spy;
+  spy_depot d(resource_ref<spy_resource>{spy});
+  heap* first = d.adopt_or_make();
+  heap* second = d.adopt_or_make();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  EXPECT_NE(first, second);
+  EXPECT_EQ(address(first) % memkit::cache_line_size, 0u);
+  d.abandon(*first);
+  EXPECT_TRUE(first->abandoned);
+  std::vector<heap*> waiting;
+  d.for_each_abandoned([&](heap& h) { waiting.push_back(&h); });
+  EXPECT_EQ(waiting, std::vector<heap*>{first});
+  EXPECT_EQ(d.adopt_or_make(), first);
+  EXPECT_FALSE(first->abandoned);
+  EXPECT_EQ(d.heap_count(), 2u);
+  std::size_t visited = 0;
+  d.for_each_heap([&](const heap&) { ++visited; });
+  EXPECT_EQ(visited, 2u);
+  d.release();
+  expect_all_returned(spy);
+}
+
+TEST(Depot, AbandoningAHeapTakesItsSparesAndItsEmptyCurrentChunksButNotBusyOnes) {
+  spy_resource spy;
+  spy_depot d(resource_ref<spy_resource>{spy});
+  heap* h = d.adopt_or_make();
+  thread::chunk* spare = d.obtain();
+  thread::chunk* empty_current = d.obtain();
+  thread::chunk* busy_current = d.obtain();
+  h->push_spare(spare);
+  empty_current->used = 1; // the pin alone
+  busy_current->used = 2;  // the pin and a live block
+  h->set_current(0, empty_current);
+  h->set_current(1, busy_current);
+  d.abandon(*h);
+  EXPECT_EQ(h->bins[0].current, &thread::empty_chunk);
+  EXPECT_EQ(h->bins[1].current, busy_current);
+  EXPECT_EQ(h->spare_count, 0u);
+  EXPECT_EQ(empty_current->used, 0u);
+  std::vector<thread::chunk*> taken;
+  while (thread::chunk* c = d.pop()) {
+    taken.push_back(c);
+  }
+  EXPECT_EQ(taken.size(), 2u);
+  EXPECT_NE(std::find(taken.begin(), taken.end(), spare), taken.end());
+  EXPECT_NE(std::find(taken.begin(), taken.end(), empty_current), taken.end());
+  d.release();
+  expect_all_returned(spy);
+}
+
+TEST(Depot, LargeBlocksAreAlignedFoundThroughTheMapAndGivenBackWhenFreed) {
+  spy_resource spy;
+  spy_depot d(resource_ref<spy_resource>{spy});
+  const struct {
+    std::size_t bytes, alignment;
+  } cases[] = {{100000, 16}, {1, page_size}, {3 * thread::chunk_size, 2 * thread::chunk_size}};
+  std::vector<void*> blocks;
+  for (const auto& k : cases) {
+    void* p = d.allocate_large(k.bytes, k.alignment);
+    ASSERT_NE(p, nullptr) << k.bytes;
+    EXPECT_EQ(address(p) % k.alignment, 0u) << k.bytes;
+    thread::chunk* c = d.find(p);
+    ASSERT_NE(c, nullptr) << k.bytes;
+    EXPECT_TRUE(c->is_large());
+    EXPECT_EQ(c->blocks, p);
+    EXPECT_EQ(c->size, k.bytes);
+    EXPECT_EQ(d.find(static_cast<char*>(p) + k.bytes - 1), c) << k.bytes;
+    blocks.push_back(p);
+  }
+  const std::size_t before = spy.blocks_in_use();
+  d.free_large(d.find(blocks[0]));
+  EXPECT_EQ(spy.blocks_in_use(), before - 1);
+  EXPECT_EQ(d.find(blocks[0]), nullptr);
+  EXPECT_NE(d.find(blocks[1]), nullptr);                            // the others stay
+  EXPECT_EQ(d.allocate_large(memkit::unbounded_size, 16), nullptr); // no region is that large
+  d.release();
+  expect_all_returned(spy);
+}
+
+// An upstream that decommits, as the global replacement's does, recording what it was asked.
+struct decommitting {
+  static constexpr std::uint64_t delay_ms = 100;
+  resource_ref<spy_resource> spy;
+  std::vector<std::pair<void*, std::size_t>>* decommitted;
+  std::size_t* purges;
+
+  void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
+    return spy.try_allocate(bytes, alignment);
+  }
+  void* allocate(std::size_t bytes, std::size_t alignment) {
+    return spy.allocate(bytes, alignment);
+  }
+  void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept {
+    spy.deallocate(p, bytes, alignment);
+  }
+  void decommit(void* p, std::size_t bytes) noexcept { decommitted->emplace_back(p, bytes); }
+  std::size_t purge(bool) noexcept {
+    ++*purges;
+    return 0;
+  }
+};
+static_assert(thread::decommits<decommitting>::value);
+static_assert(!thread::decommits<resource_ref<spy_resource>>::value);
+
+TEST(Decay, AChunkInTheDepotIsDecommittedOnceItsDelayHasPassedAndNotBefore) {
+  spy_resource spy;
+  std::vector<std::pair<void*, std::size_t>> decommitted;
+  std::size_t purges = 0;
+  thread::depot<decommitting, heap> d(
+      decommitting{resource_ref<spy_resource>{spy}, &decommitted, &purges});
+  thread::chunk* c = d.obtain();
+  d.push(c);
+  const std::uint64_t entered = c->freed_at;
+  ASSERT_NE(entered, 0u);
+  EXPECT_EQ(d.purge(entered + decommitting::delay_ms - 1, false), 0u);
+  EXPECT_TRUE(decommitted.empty());
+  const std::size_t given = d.purge(entered + decommitting::delay_ms, false);
+  EXPECT_EQ(given, thread::chunk_size - page_size);
+  ASSERT_EQ(decommitted.size(), 1u);
+  // All but the header's page, which links the chunk into the depot.
+  EXPECT_EQ(decommitted[0].first, thread::base_of(c) + page_size);
+  EXPECT_EQ(decommitted[0].second, thread::chunk_size - page_size);
+  EXPECT_EQ(c->freed_at, 0u);
+  EXPECT_EQ(d.purge(entered + 10 * decommitting::delay_ms, false), 0u); // once only
+  EXPECT_GE(purges, 3u); // the upstream is asked every time
+  d.release();
+  expect_all_returned(spy);
+}
+
+TEST(Decay, TrimDecommitsEveryFreeChunkAtOnce) {
+  spy_resource spy;
+  std::vector<std::pair<void*, std::size_t>> decommitted;
+  std::size_t purges = 0;
+  thread::depot<decommitting, heap> d(
+      decommitting{resource_ref<spy_resource>{spy}, &decommitted, &purges});
+  d.push(d.obtain());
+  d.push(d.obtain());
+  EXPECT_EQ(d.purge(memkit::detail::os::now_ms(), true), 2 * (thread::chunk_size - page_size));
+  EXPECT_EQ(decommitted.size(), 2u);
+  d.release();
+  expect_all_returned(spy);
+}
+
+} // namespace

@@ -1,0 +1,76 @@
+// tests/thread/heap_test.cpp: one thread's cache (memkit/detail/thread/heap.hpp): the direct table
+// from sizes to current chunks, the partial lists, the spares.
+#include "memkit/detail/thread/heap.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <memory>
+
+namespace {
+
+namespace thread = memkit::detail::thread;
+using memkit::detail::class_granularity;
+using memkit::detail::class_index;
+using memkit::detail::table_class_index;
+using memkit::detail::table_class_limit;
+
+constexpr std::size_t any_size_bins = class_index(thread::max_class_size) + 1;
+using any_size_heap = thread::heap<any_size_bins>;
+
+TEST(Heap, SetCurrentPointsEverySizeOfTheClassAtTheChunkAndNoOtherSize) {
+  auto h = std::make_unique<any_size_heap>();
+  thread::chunk c;
+  for (std::size_t cls = 0; cls <= class_index(table_class_limit); ++cls) {
+    h->set_current(cls, &c);
+    for (std::size_t bytes = 0; bytes <= table_class_limit; bytes += 8) {
+      const bool mine = table_class_index(bytes) == cls;
+      EXPECT_EQ(h->direct[(bytes + class_granularity - 1) / class_granularity] == &c, mine)
+          << "class " << cls << ", " << bytes << " bytes";
+    }
+    EXPECT_EQ(h->bins[cls].current, &c);
+    h->set_current(cls, &thread::empty_chunk);
+  }
+  // A class above the table has no direct entry.
+  h->set_current(any_size_bins - 1, &c);
+  for (thread::chunk* d : h->direct) {
+    EXPECT_EQ(d, &thread::empty_chunk);
+  }
+}
+
+TEST(Heap, AOneClassHeapHasNoDirectTable) { EXPECT_EQ(thread::heap<1>::direct_steps, 0u); }
+
+TEST(Heap, PartialChunksAreListedPerClassAndUnlinkedFromAnywhere) {
+  auto h = std::make_unique<thread::heap<4>>();
+  thread::chunk c[3];
+  for (thread::chunk& x : c) {
+    x.cls = 2;
+    h->link_partial(&x);
+    EXPECT_TRUE(x.in_bin);
+  }
+  EXPECT_EQ(h->bins[2].partial.front(), &c[2]);
+  EXPECT_TRUE(h->bins[1].partial.empty());
+  h->unlink_partial(&c[1]);
+  EXPECT_FALSE(c[1].in_bin);
+  EXPECT_EQ(c[2].next, &c[0]);
+  EXPECT_EQ(c[0].prev, &c[2]);
+  h->unlink_partial(&c[2]);
+  h->unlink_partial(&c[0]);
+  EXPECT_TRUE(h->bins[2].partial.empty());
+}
+
+TEST(Heap, SparesComeBackNewestFirstAndAreCounted) {
+  auto h = std::make_unique<thread::heap<1>>();
+  thread::chunk c[2];
+  EXPECT_EQ(h->pop_spare(), nullptr);
+  h->push_spare(&c[0]);
+  h->push_spare(&c[1]);
+  EXPECT_EQ(h->spare_count, 2u);
+  EXPECT_EQ(h->pop_spare(), &c[1]);
+  EXPECT_EQ(c[1].next, nullptr);
+  EXPECT_EQ(h->pop_spare(), &c[0]);
+  EXPECT_EQ(h->spare_count, 0u);
+  EXPECT_EQ(h->pop_spare(), nullptr);
+}
+
+} // namespace
