@@ -1,8 +1,8 @@
 // src/os_upstream.cpp: the global replacement's memory from the OS (os_upstream.hpp).
 #include "os_upstream.hpp"
 
-#include "memkit/detail/align.hpp"
-#include "memkit/detail/os.hpp"
+#include "memkit/detail/base/align.hpp"
+#include "memkit/detail/base/os.hpp"
 #include "memkit/detail/thread/chunk.hpp"
 #include "memkit/detail/thread/decay.hpp"
 

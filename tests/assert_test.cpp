@@ -1,5 +1,5 @@
-// tests/assert_test.cpp: the assertion levels of detail/assert.hpp follow MEMKIT_DEBUG.
-#include <memkit/detail/assert.hpp>
+// tests/assert_test.cpp: the assertion levels of detail/base/assert.hpp follow MEMKIT_DEBUG.
+#include <memkit/detail/base/assert.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-// tests/bits_test.cpp: the bit scans of memkit/detail/bits.hpp, builtin and portable forms alike.
-#include "memkit/detail/bits.hpp"
+// tests/bits_test.cpp: the bit scans of memkit/detail/base/bits.hpp, builtin and portable forms alike.
+#include "memkit/detail/base/bits.hpp"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "memkit/arena.hpp"
-#include "memkit/detail/poison.hpp"
+#include "memkit/detail/base/poison.hpp"
 #include "memkit/multipool.hpp"
 #include "memkit/pool.hpp"
 #include "memkit/stack.hpp"

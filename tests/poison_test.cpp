@@ -1,4 +1,4 @@
-#include "memkit/detail/poison.hpp"
+#include "memkit/detail/base/poison.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "config.hpp"
-#include "detail/align.hpp"
+#include "detail/base/align.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "stats.hpp"

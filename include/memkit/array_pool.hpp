@@ -7,12 +7,12 @@
 #include <utility>
 
 #include "config.hpp"
-#include "detail/align.hpp"
-#include "detail/assert.hpp"
+#include "detail/base/align.hpp"
+#include "detail/base/assert.hpp"
 #include "detail/block_index.hpp"
 #include "detail/carver.hpp"
 #include "detail/fit_table.hpp"
-#include "detail/poison.hpp"
+#include "detail/base/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "stats.hpp"

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "config.hpp"
-#include "detail/align.hpp"
-#include "detail/poison.hpp"
+#include "detail/base/align.hpp"
+#include "detail/base/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "traits.hpp"

@@ -11,7 +11,7 @@
 #include <new>
 
 #include "config.hpp"
-#include "detail/align.hpp"
+#include "detail/base/align.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {

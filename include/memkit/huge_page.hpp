@@ -5,8 +5,8 @@
 #include <cstddef>
 
 #include "config.hpp"
-#include "detail/align.hpp"
-#include "detail/os.hpp"
+#include "detail/base/align.hpp"
+#include "detail/base/os.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 

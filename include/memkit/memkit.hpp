@@ -9,7 +9,7 @@
 #include "traits.hpp"
 
 // Upstreams: where chunks come from. huge_page.hpp maps memory itself, which memkit does on Linux
-// only (detail/os.hpp); elsewhere the umbrella leaves it out.
+// only (detail/base/os.hpp); elsewhere the umbrella leaves it out.
 #include "upstream.hpp"
 #if defined(__linux__)
 #include "huge_page.hpp"

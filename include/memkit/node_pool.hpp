@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "config.hpp"
-#include "detail/align.hpp"
+#include "detail/base/align.hpp"
 #include "pool.hpp"
 #include "resource.hpp"
 #include "stats.hpp"

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "config.hpp"
-#include "detail/align.hpp"
+#include "detail/base/align.hpp"
 #include "error.hpp"
 #include "traits.hpp"
 

@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "config.hpp"
-#include "detail/align.hpp"
+#include "detail/base/align.hpp"
 #include "detail/bump.hpp"
-#include "detail/poison.hpp"
+#include "detail/base/poison.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "stats.hpp"

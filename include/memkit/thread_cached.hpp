@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "config.hpp"
-#include "detail/align.hpp"
+#include "detail/base/align.hpp"
 #include "detail/size_class.hpp"
 #include "detail/thread/engine.hpp"
 #include "error.hpp"

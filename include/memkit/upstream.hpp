@@ -8,7 +8,7 @@
 #include <new>
 
 #include "config.hpp"
-#include "detail/align.hpp"
+#include "detail/base/align.hpp"
 #include "detail/bump.hpp"
 #include "resource.hpp"
 

@@ -7,8 +7,8 @@
 
 #include "../config.hpp"
 #include "../resource.hpp"
-#include "align.hpp"
-#include "assert.hpp"
+#include "base/align.hpp"
+#include "base/assert.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {

@@ -4,7 +4,7 @@
 #include <cstddef>
 
 #include "../config.hpp"
-#include "align.hpp"
+#include "base/align.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {

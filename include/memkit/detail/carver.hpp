@@ -6,7 +6,7 @@
 
 #include "../config.hpp"
 #include "../error.hpp"
-#include "assert.hpp"
+#include "base/assert.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {

@@ -7,9 +7,9 @@
 
 #include "../config.hpp"
 #include "../resource.hpp"
-#include "align.hpp"
-#include "assert.hpp"
-#include "poison.hpp"
+#include "base/align.hpp"
+#include "base/assert.hpp"
+#include "base/poison.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
@@ -65,7 +65,7 @@ private:
 /// four words keep that pair at 32 bytes, indexed with a shift (a third pointer cost an
 /// instruction per block carved: callgrind of bench/pair_loop.cpp).
 ///
-/// Fresh chunks are poisoned whole and go back unpoisoned (detail/poison.hpp). Nothing here
+/// Fresh chunks are poisoned whole and go back unpoisoned (detail/base/poison.hpp). Nothing here
 /// counts: the owner records each upstream call in its statistics.
 class chunk_list {
 public:

@@ -8,8 +8,8 @@
 #include <new>
 
 #include "../config.hpp"
-#include "align.hpp"
-#include "assert.hpp"
+#include "base/align.hpp"
+#include "base/assert.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {

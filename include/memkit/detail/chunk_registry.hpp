@@ -8,9 +8,9 @@
 #include <new>
 
 #include "../config.hpp"
-#include "align.hpp"
-#include "assert.hpp"
-#include "bits.hpp"
+#include "base/align.hpp"
+#include "base/assert.hpp"
+#include "base/bits.hpp"
 #include "fit_table.hpp"
 
 namespace memkit {

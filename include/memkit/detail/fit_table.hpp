@@ -4,8 +4,8 @@
 #include <cstddef>
 
 #include "../config.hpp"
-#include "align.hpp"
-#include "bits.hpp"
+#include "base/align.hpp"
+#include "base/bits.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {

@@ -4,7 +4,7 @@
 #include <cstddef>
 
 #include "../config.hpp"
-#include "poison.hpp"
+#include "base/poison.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "../config.hpp"
-#include "assert.hpp"
+#include "base/assert.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {

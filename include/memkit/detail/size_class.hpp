@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "../config.hpp"
-#include "bits.hpp"
+#include "base/bits.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {

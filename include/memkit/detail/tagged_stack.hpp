@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "../config.hpp"
-#include "assert.hpp"
+#include "base/assert.hpp"
 #include "spin_wait.hpp"
 
 namespace memkit {

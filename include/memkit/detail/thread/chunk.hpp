@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "../../config.hpp"
-#include "../align.hpp"
+#include "../base/align.hpp"
 #include "../carver.hpp"
 #include "../free_list.hpp"
 

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "../../config.hpp"
-#include "../os.hpp"
+#include "../base/os.hpp"
 #include "chunk.hpp"
 
 namespace memkit {

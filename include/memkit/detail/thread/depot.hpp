@@ -10,9 +10,9 @@
 
 #include "../../config.hpp"
 #include "../../stats.hpp"
-#include "../assert.hpp"
+#include "../base/assert.hpp"
 #include "../chunk_map.hpp"
-#include "../poison.hpp"
+#include "../base/poison.hpp"
 #include "chunk.hpp"
 #include "decay.hpp"
 #include "large.hpp"

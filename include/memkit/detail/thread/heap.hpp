@@ -7,7 +7,7 @@
 
 #include "../../config.hpp"
 #include "../../stats.hpp"
-#include "../align.hpp"
+#include "../base/align.hpp"
 #include "../intrusive_list.hpp"
 #include "../size_class.hpp"
 #include "chunk.hpp"

@@ -7,9 +7,9 @@
 
 #include "../../config.hpp"
 #include "../../resource.hpp"
-#include "../align.hpp"
+#include "../base/align.hpp"
 #include "../intrusive_list.hpp"
-#include "../poison.hpp"
+#include "../base/poison.hpp"
 #include "chunk.hpp"
 
 namespace memkit {

@@ -7,9 +7,8 @@
 #include <mutex>
 #include <new>
 
-#include <pthread.h>
-
 #include "../../config.hpp"
+#include "../base/os.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
@@ -120,7 +119,7 @@ public:
       // Armed first: should setting the key allocate after all, the allocation binds normally.
       bindings.armed = true;
       if (registry& r = get(); r.has_exit_key_) {
-        ::pthread_setspecific(r.exit_key_, &bindings);
+        os::set_thread_value(r.exit_key_, &bindings);
       }
     }
     bindings.slot[k.slot] = {k.id, object};
@@ -148,8 +147,7 @@ private:
 
   // Without a key (the process ran out of them) threads are never detached: their heaps stay
   // bound to no thread, their blocks still free normally from any thread.
-  registry() noexcept
-      : has_exit_key_(::pthread_key_create(&exit_key_, &on_key_destroyed) == 0) {}
+  registry() noexcept : has_exit_key_(os::make_thread_key(exit_key_, &on_key_destroyed)) {}
 
   static void on_key_destroyed(void*) noexcept { get().on_thread_exit(); }
 
@@ -168,7 +166,7 @@ private:
   static inline thread_local bindings bindings{};
 
   std::mutex mutex_;
-  ::pthread_key_t exit_key_{};
+  os::thread_key exit_key_{};
   bool has_exit_key_;
   std::uint64_t next_id_ = 1; // 0 marks an empty binding
   slot_state slots_[capacity] = {};

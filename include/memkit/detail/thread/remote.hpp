@@ -7,10 +7,10 @@
 #include <cstddef>
 
 #include "../../config.hpp"
-#include "../align.hpp"
-#include "../assert.hpp"
+#include "../base/align.hpp"
+#include "../base/assert.hpp"
 #include "../free_list.hpp"
-#include "../poison.hpp"
+#include "../base/poison.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
@@ -18,7 +18,7 @@ namespace detail {
 namespace thread {
 
 /// \effects puts `p`, a free block of `bytes` bytes, in front of `c` and poisons it whole, its
-/// link included (detail/poison.hpp): how a freeing thread builds the batch it will post.
+/// link included (detail/base/poison.hpp): how a freeing thread builds the batch it will post.
 inline void prepend(free_chain& c, void* p, std::size_t bytes) noexcept {
   store_hidden(p, c.first, bytes);
   if (c.first == nullptr) {

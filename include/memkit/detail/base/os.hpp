@@ -1,11 +1,11 @@
-// memkit/detail/os.hpp: every operating-system call memkit makes, behind one small internal API.
-// Linux only: mmap/munmap/madvise, the page size, a coarse clock, and the kernel's
-// transparent-huge-page reports. The strategies above this file contain no system calls and no
-// platform #ifdefs.
+// memkit/detail/base/os.hpp: every operating-system call memkit makes, behind one small internal
+// API. Linux only: mmap/munmap/madvise, the page size, a coarse clock, the kernel's
+// transparent-huge-page reports, and the thread-exit hook. The strategies above this file contain
+// no system calls and no platform #ifdefs.
 #pragma once
 
 #if !defined(__linux__)
-#error "memkit/detail/os.hpp: only Linux is supported (mmap, madvise, /proc/self/smaps)"
+#error "memkit/detail/base/os.hpp: only Linux is supported (mmap, madvise, /proc/self/smaps)"
 #endif
 
 #include <cstddef>
@@ -14,11 +14,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "../config.hpp"
+#include "../../config.hpp"
 #include "align.hpp"
 
 namespace memkit {
@@ -32,6 +33,21 @@ inline std::size_t page_size() noexcept {
     return s > 0 ? static_cast<std::size_t>(s) : std::size_t{4096};
   }();
   return size;
+}
+
+/// A POSIX thread-specific key: its destructor runs at the exit of every thread whose value for
+/// it is not null (detail/thread/registry.hpp's exit hook).
+using thread_key = ::pthread_key_t;
+
+/// \effects makes `key`, whose destructor `on_exit` runs at each thread's exit with the thread's
+/// value. \returns false when the process ran out of keys.
+inline bool make_thread_key(thread_key& key, void (*on_exit)(void*)) noexcept {
+  return ::pthread_key_create(&key, on_exit) == 0;
+}
+
+/// \effects sets the calling thread's value of `key`.
+inline void set_thread_value(thread_key key, const void* value) noexcept {
+  ::pthread_setspecific(key, value);
 }
 
 /// \returns `bytes` of fresh zeroed read-write anonymous memory, or null.

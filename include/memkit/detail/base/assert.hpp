@@ -1,10 +1,10 @@
-// memkit/detail/assert.hpp: assertions in three levels, chosen by MEMKIT_DEBUG (config.hpp).
+// memkit/detail/base/assert.hpp: assertions in three levels, chosen by MEMKIT_DEBUG (config.hpp).
 #pragma once
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "../config.hpp"
+#include "../../config.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {

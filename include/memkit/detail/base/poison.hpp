@@ -1,11 +1,12 @@
-// memkit/detail/poison.hpp: tells AddressSanitizer (and memcheck, opt-in) which memory a strategy
-// holds free, so a use after free or an overrun inside a pool is reported (docs/debugging.md).
+// memkit/detail/base/poison.hpp: tells AddressSanitizer (and memcheck, opt-in) which memory a
+// strategy holds free, so a use after free or an overrun inside a pool is reported
+// (docs/debugging.md).
 #pragma once
 
 #include <cstddef>
 #include <cstring>
 
-#include "../config.hpp"
+#include "../../config.hpp"
 
 #if defined(MEMKIT_ASAN)
 #include <sanitizer/asan_interface.h>

@@ -1,10 +1,10 @@
-// memkit/detail/align.hpp: alignment and overflow-checked size arithmetic.
+// memkit/detail/base/align.hpp: alignment and overflow-checked size arithmetic.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "../config.hpp"
+#include "../../config.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {

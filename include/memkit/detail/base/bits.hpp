@@ -1,10 +1,10 @@
-// memkit/detail/bits.hpp: the bit scans the size classes, the alignment tables and the chunk
+// memkit/detail/base/bits.hpp: the bit scans the size classes, the alignment tables and the chunk
 // registry compute with, each once.
 #pragma once
 
 #include <cstdint>
 
-#include "../config.hpp"
+#include "../../config.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
