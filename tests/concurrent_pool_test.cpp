@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/locked_spy.hpp"
+#include "support/run_threads.hpp"
 #include "support/spy_resource.hpp"
 #include "support/stress.hpp"
 
@@ -21,6 +22,7 @@ using memkit::test::misuse_recorder;
 using memkit::test::spy_resource;
 
 using memkit::test::locked_spy;
+using memkit::test::run_threads;
 using spy_ref = memkit::resource_ref<locked_spy>;
 using spy_pool = memkit::concurrent_pool<spy_ref>;
 
@@ -37,25 +39,6 @@ void expect_everything_back(locked_spy& up) {
   EXPECT_EQ(up.spy().blocks_in_use(), 0u) << "chunks or tables not returned to the upstream";
   EXPECT_TRUE(up.spy().errors().empty())
       << (up.spy().errors().empty() ? "" : up.spy().errors().front());
-}
-
-/// Starts `n` threads running `f(thread_number)` at once and joins them.
-template <class F>
-void run_threads(unsigned n, F f) {
-  std::atomic<unsigned> ready{0};
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < n; ++t) {
-    threads.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (ready.load() < n) {
-        std::this_thread::yield();
-      }
-      f(t);
-    });
-  }
-  for (auto& t : threads) {
-    t.join();
-  }
 }
 
 TEST(ConcurrentPool, ConstructionObtainsNothingFromTheUpstream) {
