@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <sstream>
 
 extern char** environ;
 
@@ -80,7 +82,10 @@ bool verify_allocator() {
   bool ok = true;
   if (expected_ == expected_allocator::new_delete) {
     ok &= MEMKIT_CHECK(memkit_owns_ != nullptr);
-    ok &= MEMKIT_CHECK(malloc_from.find("libc.so") != std::string::npos);
+    // The program's malloc: glibc's, or the one a run preloads (MEMKIT_CONTRACT_MALLOC names it).
+    const char* preloaded = std::getenv("MEMKIT_CONTRACT_MALLOC");
+    ok &= MEMKIT_CHECK(malloc_from.find(preloaded != nullptr ? preloaded : "libc.so") !=
+                       std::string::npos);
     if (memkit_owns_ != nullptr) {
       int* q = escape(new int(1));
       ok &= MEMKIT_CHECK(memkit_owns_(q) == 1);
@@ -176,6 +181,14 @@ bool served(const void* p) {
 
 std::size_t stats_json(char* buffer, std::size_t size) {
   return memkit_stats_json_ == nullptr ? 0 : memkit_stats_json_(buffer, size);
+}
+
+long long stats_field(const char* name) {
+  char line[512] = {};
+  stats_json(line, sizeof line);
+  const std::string key = std::string("\"") + name + "\":";
+  const char* at = std::strstr(line, key.c_str());
+  return at == nullptr ? -1 : std::atoll(at + key.size());
 }
 
 std::size_t opaque(std::size_t n) {
@@ -288,6 +301,32 @@ child_result run_self(const std::vector<std::string>& args,
   r.exited = WIFEXITED(status);
   r.code = r.exited ? WEXITSTATUS(status) : WTERMSIG(status);
   return r;
+}
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return s;
+}
+
+} // namespace
+
+bool has_line(const std::string& text, const std::string& prefix, const std::string& needle) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) == 0 && lower(line).find(lower(needle)) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string announced_address(const child_result& r) {
+  const std::string address = r.out.substr(0, r.out.find('\n'));
+  return address.rfind("0x", 0) == 0 ? address.substr(2) : address;
 }
 
 int add_case(test_case c) {
