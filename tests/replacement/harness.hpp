@@ -82,7 +82,10 @@ enum class case_kind {
   c_api,      ///< malloc and friends: the glibc and memkit runs
   cxx_api,    ///< operator new and delete only: every run
   memkit_api, ///< memkit beyond glibc, through operator new or replacement.h: memkit, new_delete
-  preload_options ///< MEMKIT_OPTIONS, seen through malloc: the memkit run
+  preload_options, ///< MEMKIT_OPTIONS, seen through malloc: the memkit runs
+  /// MEMKIT_OPTIONS through hundreds of children, each setting its own options: a memkit run that
+  /// names the case (replacement.debug), not every one.
+  preload_when_named
 };
 
 /// A named case of the contract.

@@ -212,9 +212,9 @@ std::string scratch_file(const char* name) {
 
 MEMKIT_CONTRACT_CASE(StatsOptionNeverWritesIntoAFileTheProgramOpened, preload_options) {
   const std::string data = scratch_file("data");
-  const child_result r = run_self({"child", "stderr-reopened-as-data"},
-                                  {"MEMKIT_OPTIONS=stats:1", "MEMKIT_CONTRACT_FILE=" + data},
-                                  child_timeout_seconds);
+  const child_result r =
+      run_self({"child", "stderr-reopened-as-data"},
+               {"MEMKIT_OPTIONS=stats:1", "MEMKIT_CONTRACT_FILE=" + data}, child_timeout_seconds);
   const std::string written = contents(data);
   std::fprintf(stderr, "stats:1, stderr reopened as a data file: exit %d; the file: %s", r.code,
                written.c_str());
