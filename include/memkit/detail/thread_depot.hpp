@@ -41,6 +41,15 @@ template <class U>
 struct tc_decommits<U, std::void_t<decltype(std::declval<U&>().decommit(nullptr, std::size_t{})),
                                    decltype(U::delay_ms)>> : std::true_type {};
 
+/// Whether a range `U` decommitted must be made usable again before it is touched
+/// (`recommit(p, bytes)`, false if the OS refused): the global replacement's os_upstream, whose
+/// decommit also makes the range inaccessible, so it no longer counts against RLIMIT_DATA.
+template <class U, class = void>
+struct tc_recommits : std::false_type {};
+template <class U>
+struct tc_recommits<U, std::void_t<decltype(std::declval<U&>().recommit(nullptr, std::size_t{}))>>
+    : std::true_type {};
+
 template <class Upstream, class Heap>
 class tc_depot {
 public:
@@ -68,11 +77,17 @@ public:
     }
   }
 
-  /// \returns a wholly free chunk, or null.
+  /// \returns a wholly free chunk, or null (also when its decommitted pages cannot be recommitted).
   tc_chunk* pop() noexcept {
     tick();
     tc_chunk* c = free_;
     if (c != nullptr) {
+      if constexpr (decommits && tc_recommits<Upstream>::value) {
+        if (c->freed_at == 0 &&
+            !upstream_.recommit(tc_base_of(c) + page_size, tc_chunk_size - page_size)) {
+          return nullptr;
+        }
+      }
       free_ = c->next;
     }
     return c;
