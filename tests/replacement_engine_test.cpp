@@ -467,6 +467,31 @@ TEST_F(ReplacementDebug, OverrunAndUnderrunAreReportedAndTheBlockKept) {
   EXPECT_EQ(reports[1].kind, memkit::misuse::underrun);
 }
 
+// Every byte within 64 of a block, the header's included, changed in turn: each is reported at
+// the block's address as an underrun or overrun, and the block, its byte restored, frees cleanly.
+TEST_F(ReplacementDebug, EveryByteAroundABlockIsReportedAtItsAddress) {
+  for (const std::size_t alignment : {std::size_t{16}, std::size_t{64}, std::size_t{4096}}) {
+    for (const std::size_t size : {std::size_t{1}, std::size_t{100}, std::size_t{40000}}) {
+      auto* p = static_cast<unsigned char*>(mr::allocate(size, alignment));
+      ASSERT_NE(p, nullptr);
+      const auto n = static_cast<std::ptrdiff_t>(size);
+      for (std::ptrdiff_t offset = -64; offset < n + 64; offset = offset == -1 ? n : offset + 1) {
+        reports.clear();
+        p[offset] = static_cast<unsigned char>(~p[offset]);
+        mr::free(p);
+        ASSERT_EQ(reports.size(), 1u) << alignment << " " << size << " " << offset;
+        EXPECT_EQ(reports[0].kind, offset < 0 ? memkit::misuse::underrun : memkit::misuse::overrun)
+            << alignment << " " << size << " " << offset;
+        EXPECT_EQ(reports[0].pointer, p);
+        p[offset] = static_cast<unsigned char>(~p[offset]);
+      }
+      reports.clear();
+      mr::free(p);
+      EXPECT_TRUE(reports.empty());
+    }
+  }
+}
+
 TEST_F(ReplacementDebug, InteriorPointersAndSizeMismatchesAreReported) {
   auto* p = static_cast<char*>(mr::allocate(256, 64));
   EXPECT_TRUE(memkit::detail::is_aligned(p, 64));
