@@ -141,12 +141,14 @@ struct line_writer {
 // ---- Debug mode (debug:1) --------------------------------------------------------------------
 
 // A debug block, laid out in the engine's block at `base`:
-//   [header][guard up to the caller's pointer][the caller's bytes][canary to the block's end]
+//   [guard][header][guard up to the caller's pointer][the caller's bytes][canary to the block end]
 // The caller's pointer is `offset` (at least debug_prefix, or the alignment) after `base`, and at
 // least trailing_guard bytes of canary follow the caller's bytes. free finds `base` from the
 // pointer through the chunk's block grid, never from the bytes before the pointer, and the header
 // carries a check over its fields and its own address: a byte written into the header is found
-// before any field of it is used, and reported as the underrun it is.
+// before any field of it is used, and reported as the underrun it is. The header starts
+// header_at bytes in, past the words the engine links a free block through, so a block the
+// quarantine gave back still says FREE to a later double free.
 constexpr std::uint32_t state_live = 0x4556494c;  // "LIVE"
 constexpr std::uint32_t state_freed = 0x45455246; // "FREE"
 constexpr unsigned char guard_byte = 0xfb;
@@ -163,7 +165,9 @@ struct debug_header {
 // 64 bytes before and after every block are checked (docs/REPLACEMENT.md, "Options").
 constexpr std::size_t debug_prefix = 64;
 constexpr std::size_t trailing_guard = 64;
-static_assert(debug_prefix % malloc_alignment == 0 && debug_prefix > sizeof(debug_header));
+constexpr std::size_t header_at = 16;
+constexpr std::size_t header_end = header_at + sizeof(debug_header);
+static_assert(debug_prefix % malloc_alignment == 0 && debug_prefix > header_end);
 
 // A bijection of `x` (splitmix64's finalizer): inputs that differ give checks that differ.
 std::uint64_t mix(std::uint64_t x) noexcept {
@@ -183,7 +187,7 @@ void write_header(char* base, std::size_t size, std::uint32_t offset,
                   std::uint32_t state) noexcept {
   debug_header hd{size, offset, state, 0};
   hd.check = header_check(hd, base);
-  std::memcpy(base, &hd, sizeof hd);
+  std::memcpy(base + header_at, &hd, sizeof hd);
 }
 
 // \returns the start of the engine's block that holds `q`, an address of chunk or region `c` at
@@ -246,7 +250,8 @@ void* debug_allocate(global_heap& h, std::size_t bytes, std::size_t alignment) n
   }
   char* const q = base + offset;
   write_header(base, n, static_cast<std::uint32_t>(offset), state_live);
-  std::memset(base + sizeof(debug_header), guard_byte, offset - sizeof(debug_header));
+  std::memset(base, guard_byte, header_at);
+  std::memset(base + header_end, guard_byte, offset - header_end);
   std::memset(q, fresh_byte, n);
   const std::size_t block = global_heap::usable(h.find(base));
   std::memset(q + n, canary_byte, block - offset - n);
@@ -273,13 +278,23 @@ char* debug_block_of(global_heap& h, void* q, debug_header& hd) noexcept {
     return nullptr;
   }
   char* const base = block_base(c, cq);
-  if (static_cast<std::size_t>(cq - base) < debug_prefix || !h.screen(base)) {
+  if (static_cast<std::size_t>(cq - base) < debug_prefix) {
     report_misuse(misuse::foreign_pointer, heap_name, q, 0, 0);
     return nullptr;
   }
-  std::memcpy(&hd, base, sizeof hd);
+  if (c->cls != detail::tc_large_class && c->owner == nullptr) {
+    // A chunk with no live block, in the depot, whose pages may be given back (unreadable): the
+    // block was freed and the quarantine has given it back since.
+    report_misuse(misuse::double_free, heap_name, q, 0, 0);
+    return nullptr;
+  }
+  std::memcpy(&hd, base + header_at, sizeof hd);
   if (hd.check != header_check(hd, base)) {
-    report_misuse(misuse::underrun, heap_name, q, 0, 0);
+    // Bytes no debug block wrote (a pointer to memory never handed out: screen reports it,
+    // naming the engine's block), or a header written over: an underrun.
+    if (h.screen(base)) {
+      report_misuse(misuse::underrun, heap_name, q, 0, 0);
+    }
     return nullptr;
   }
   if (base + hd.offset != cq || (hd.state != state_live && hd.state != state_freed)) {
@@ -302,7 +317,8 @@ char* debug_check(global_heap& h, void* q, debug_header& hd) noexcept {
     return nullptr;
   }
   auto* const cq = static_cast<char*>(q);
-  if (!all_bytes(base + sizeof(debug_header), hd.offset - sizeof(debug_header), guard_byte)) {
+  if (!all_bytes(base, header_at, guard_byte) ||
+      !all_bytes(base + header_end, hd.offset - header_end, guard_byte)) {
     report_misuse(misuse::underrun, heap_name, q, hd.size, 0);
     return nullptr;
   }

@@ -453,6 +453,23 @@ TEST_F(ReplacementDebug, ADoubleFreeIsReportedWithItsAddress) {
   EXPECT_EQ(reports[0].pointer, p);
 }
 
+// The quarantine gave the block back to the engine, which links it into a free list through its
+// first words: the header, past them, still says FREE.
+TEST_F(ReplacementDebug, ADoubleFreeAfterTheQuarantineGaveTheBlockBackIsReported) {
+  void* p = mr::allocate(40, 16);
+  void* q = mr::allocate(40, 16);
+  mr::free(p);
+  for (int i = 0; i < 1100; ++i) { // past the quarantine's 1,024 blocks, in another class
+    mr::free(mr::allocate(3000, 16));
+  }
+  mr::free(q); // the chunk's free list now starts at q's block, not p's
+  ASSERT_TRUE(reports.empty());
+  mr::free(p);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].kind, memkit::misuse::double_free);
+  EXPECT_EQ(reports[0].pointer, p);
+}
+
 TEST_F(ReplacementDebug, OverrunAndUnderrunAreReportedAndTheBlockKept) {
   auto* p = static_cast<unsigned char*>(mr::allocate(24, 16));
   EXPECT_EQ(mr::usable_size_of(p), 24u) << "debug blocks are exactly their request";
