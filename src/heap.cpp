@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "memkit/detail/poison.hpp"
 #include "memkit/error.hpp"
 #include "memkit/replacement.h"
 
@@ -288,8 +289,15 @@ char* debug_block_of(global_heap& h, void* q, debug_header& hd) noexcept {
     report_misuse(misuse::double_free, heap_name, q, 0, 0);
     return nullptr;
   }
-  std::memcpy(&hd, base + header_at, sizeof hd);
-  if (hd.check != header_check(hd, base)) {
+  // The block may be one the engine holds free (the quarantine gave it back), whose bytes a
+  // sanitizer build keeps poisoned: read through the poisoning, and poisoned again only where
+  // they are what a freed block's header should be.
+  hd = detail::load_hidden<debug_header>(base + header_at);
+  const bool valid = hd.check == header_check(hd, base);
+  if (!valid || hd.state != state_freed) {
+    detail::unpoison_kept(base + header_at, sizeof hd);
+  }
+  if (!valid) {
     // Bytes no debug block wrote (a pointer to memory never handed out: screen reports it,
     // naming the engine's block), or a header written over: an underrun.
     if (h.screen(base)) {
