@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -98,11 +99,12 @@ std::size_t address_space_bytes() {
     }
     std::fclose(f);
   }
-  return pages * 4096;
+  return pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 }
 
-/// Under an address-space limit 256 MiB above what the process holds, a 160 MiB reserve freed by
-/// the new_handler must let a 192 MiB request succeed. Exits 0 if it does, 4 on bad_alloc.
+/// With a 160 MiB reserve and an address-space limit 96 MiB above what the process then holds, a
+/// 192 MiB request fits only once the new_handler has freed the reserve. Exits 0 if it succeeds,
+/// 4 on bad_alloc.
 int new_handler_frees_a_reserve() {
   constexpr std::size_t mib = std::size_t{1} << 20;
   reserve = new char[opaque(160 * mib)];

@@ -6,8 +6,9 @@
 // The first forms prove, before any case, that the run talks to the allocator it names (memkit:
 // memkit_owns is defined and claims a fresh block; glibc: it is not, and malloc lives in libc;
 // new-delete, the program linked with memkit::new_delete: memkit_owns claims a block from new
-// and not one from malloc), then run the cases of that run (or only those named) and exit 1 if
-// any check failed.
+// and not one from malloc; malloc is glibc's, or the library MEMKIT_CONTRACT_MALLOC names when a
+// run preloads one), then run the cases of that run (or only those named) and exit 1 if any check
+// failed.
 
 #include "harness.hpp"
 

@@ -1,7 +1,8 @@
 // tests/replacement/options_test.cpp: memkit's MEMKIT_OPTIONS, each seen from outside: a child of
 // this program runs under the option, and its exit and stderr are checked. debug:1 must report a
 // double free, an invalid free and an overrun on a line starting "memkit: " that names the address,
-// then abort; stats:1 prints one JSON line at exit; an unknown option is reported and ignored.
+// then abort; stats:1 prints one JSON line at exit, only to the stderr the program started with,
+// stats:PATH appends it to a file; an unknown option is reported and ignored.
 
 #include "harness.hpp"
 
