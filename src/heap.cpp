@@ -9,13 +9,14 @@
 #include <new>
 #include <thread>
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "memkit/detail/base/poison.hpp"
 #include "memkit/error.hpp"
 #include "memkit/replacement.h"
-
-extern "C" void __libc_free(void* p); // glibc's own free, exported for exactly this
 
 namespace memkit::replacement {
 
@@ -36,9 +37,9 @@ thread_cached_options heap_options() noexcept {
 
 // ---- Options ---------------------------------------------------------------------------------
 
-void write_stderr(const char* s, std::size_t n) noexcept {
+void write_all(int fd, const char* s, std::size_t n) noexcept {
   while (n != 0) {
-    const ssize_t w = ::write(STDERR_FILENO, s, n);
+    const ssize_t w = ::write(fd, s, n);
     if (w <= 0) {
       if (w < 0 && errno == EINTR) {
         continue;
@@ -50,7 +51,7 @@ void write_stderr(const char* s, std::size_t n) noexcept {
   }
 }
 
-void write_stderr(const char* s) noexcept { write_stderr(s, std::strlen(s)); }
+void write_stderr(const char* s) noexcept { write_all(STDERR_FILENO, s, std::strlen(s)); }
 
 // Reports an option it does not know rather than ignoring it: a typo would otherwise leave the
 // user believing a check ran.
@@ -58,8 +59,9 @@ void complain(const char* what, const char* item, std::size_t length) noexcept {
   write_stderr("memkit: ");
   write_stderr(what);
   write_stderr(" \"");
-  write_stderr(item, length);
-  write_stderr("\" in MEMKIT_OPTIONS (known: stats:0|1, debug:0|1); ignored\n");
+  write_all(STDERR_FILENO, item, length);
+  write_stderr("\" in MEMKIT_OPTIONS (known: stats:0|1|PATH, debug:0|1, "
+               "quarantine:BYTES[k|m|g]); ignored\n");
 }
 
 // ---- Counters (stats:1) ----------------------------------------------------------------------
@@ -139,49 +141,118 @@ struct line_writer {
 
 // ---- Debug mode (debug:1) --------------------------------------------------------------------
 
-// A debug block: [guard][header][the caller's bytes][canary to the end of the engine's block].
-// The header sits right before the caller's pointer; the caller's bytes start `offset` after the
-// engine's block, so an alignment above 32 is kept.
+// A debug block, laid out in the engine's block at `base`:
+//   [guard][header][guard up to the caller's pointer][the caller's bytes][canary to the block end]
+// The caller's pointer is `offset` (at least debug_prefix, or the alignment) after `base`, and at
+// least trailing_guard bytes of canary follow the caller's bytes. free finds `base` from the
+// pointer through the chunk's block grid, never from the bytes before the pointer, and the header
+// carries a check over its fields and its own address: a byte written into the header is found
+// before any field of it is used, and reported as the underrun it is. The header starts
+// header_at bytes in, past the words the engine links a free block through, so a block the
+// quarantine gave back still says FREE to a later double free.
 constexpr std::uint32_t state_live = 0x4556494c;  // "LIVE"
 constexpr std::uint32_t state_freed = 0x45455246; // "FREE"
 constexpr unsigned char guard_byte = 0xfb;
 constexpr unsigned char canary_byte = 0xfd;
 constexpr unsigned char fresh_byte = 0xcd;
 constexpr unsigned char dead_byte = 0xdd;
-constexpr std::size_t guard_bytes = 16;
 
 struct debug_header {
   std::size_t size;
   std::uint32_t offset;
   std::uint32_t state;
+  std::uint64_t check;
 };
-constexpr std::size_t debug_prefix = guard_bytes + sizeof(debug_header);
-static_assert(debug_prefix == 32);
+// 64 bytes before and after every block are checked (docs/REPLACEMENT.md, "Options").
+constexpr std::size_t debug_prefix = 64;
+constexpr std::size_t trailing_guard = 64;
+constexpr std::size_t header_at = 16;
+constexpr std::size_t header_end = header_at + sizeof(debug_header);
+static_assert(debug_prefix % malloc_alignment == 0 && debug_prefix > header_end);
 
-debug_header* header_of(void* q) noexcept {
-  return reinterpret_cast<debug_header*>(static_cast<char*>(q) - sizeof(debug_header));
+// A bijection of `x` (splitmix64's finalizer): inputs that differ give checks that differ.
+std::uint64_t mix(std::uint64_t x) noexcept {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9U;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebU;
+  return x ^ (x >> 31);
+}
+
+// Any one field changed changes the mixed value (the multiplier is odd), so a write of any byte
+// of the header, the check included, is found.
+std::uint64_t header_check(const debug_header& hd, const char* base) noexcept {
+  const std::uint64_t fields = (std::uint64_t{hd.offset} << 32) | hd.state;
+  return mix(hd.size ^ (fields * 0x9e3779b97f4a7c15U) ^ detail::address(base));
+}
+
+void write_header(char* base, std::size_t size, std::uint32_t offset,
+                  std::uint32_t state) noexcept {
+  debug_header hd{size, offset, state, 0};
+  hd.check = header_check(hd, base);
+  std::memcpy(base + header_at, &hd, sizeof hd);
+}
+
+// \returns the start of the engine's block that holds `q`, an address of chunk or region `c` at
+// or after its first block.
+char* block_base(const detail::thread::chunk* c, const char* q) noexcept {
+  if (c->cls == detail::thread::large_class) {
+    return c->blocks;
+  }
+  const auto index = static_cast<std::size_t>(q - c->blocks) / c->block_size;
+  return c->blocks + index * c->block_size;
 }
 
 // Freed debug blocks wait here before the engine may hand them out again, so a second free of
-// the same pointer finds its header still saying FREE.
+// the same pointer finds its header still saying FREE: at most quarantine_slots blocks and
+// runtime_options::quarantine_bytes bytes (the newest block is kept even if it alone is larger).
+// A large block's whole pages are given back to the OS and made inaccessible while it waits, so
+// it costs no memory and a use after free faults.
 constexpr std::size_t quarantine_slots = 1024;
+struct quarantined {
+  char* base;
+  std::size_t bytes;     // the engine's block
+  char* protected_begin; // whole pages made inaccessible, or null
+  std::size_t protected_bytes;
+};
 std::mutex quarantine_mutex;
-void* quarantine[quarantine_slots];
-std::size_t quarantine_next = 0;
+quarantined quarantine[quarantine_slots];
+std::size_t quarantine_first = 0; // the oldest
+std::size_t quarantine_count = 0;
+std::size_t quarantine_bytes = 0;
+std::size_t quarantine_limit = default_quarantine_bytes;
+
+// Gives the oldest block of the quarantine to the engine. \requires quarantine_mutex is held.
+void evict_oldest(global_heap& h) noexcept {
+  const quarantined q = quarantine[quarantine_first];
+  quarantine_first = (quarantine_first + 1) % quarantine_slots;
+  --quarantine_count;
+  quarantine_bytes -= q.bytes;
+  if (q.protected_begin != nullptr) {
+    detail::os::commit(q.protected_begin, q.protected_bytes); // read-write again, zero-filled
+  }
+  h.free_found(q.base, h.find(q.base));
+}
+
+void drain_quarantine(global_heap& h) noexcept {
+  const std::lock_guard<std::mutex> lock(quarantine_mutex);
+  while (quarantine_count != 0) {
+    evict_oldest(h);
+  }
+}
 
 void* debug_allocate(global_heap& h, std::size_t bytes, std::size_t alignment) noexcept {
   const std::size_t offset = alignment > debug_prefix ? alignment : debug_prefix;
   const std::size_t n = bytes == 0 ? 1 : bytes;
-  if (n > h.max_size() - offset - guard_bytes) {
+  if (offset > UINT32_MAX || n > h.max_size() - offset - trailing_guard) {
     return nullptr;
   }
-  auto* base = static_cast<char*>(h.allocate_any(offset + n + guard_bytes, alignment));
+  auto* base = static_cast<char*>(h.allocate_any(offset + n + trailing_guard, alignment));
   if (base == nullptr) {
     return nullptr;
   }
   char* const q = base + offset;
-  std::memset(base, guard_byte, offset - sizeof(debug_header));
-  *header_of(q) = {n, static_cast<std::uint32_t>(offset), state_live};
+  write_header(base, n, static_cast<std::uint32_t>(offset), state_live);
+  std::memset(base, guard_byte, header_at);
+  std::memset(base + header_end, guard_byte, offset - header_end);
   std::memset(q, fresh_byte, n);
   const std::size_t block = global_heap::usable(h.find(base));
   std::memset(q + n, canary_byte, block - offset - n);
@@ -197,30 +268,69 @@ bool all_bytes(const char* p, std::size_t n, unsigned char b) noexcept {
   return true;
 }
 
-// \returns the engine block of the debug block at `q`, after checking every guard; reports the
-// misuse (default: print it and abort) and returns null otherwise.
-char* debug_check(global_heap& h, void* q) noexcept {
+// \returns the engine block of the debug block at `q` and its header in `hd`, once the header is
+// known to be one debug_allocate wrote for `q` (live or freed since); reports the misuse (default:
+// print it and abort) and returns null otherwise. Nothing at `q` or before it is read first.
+char* debug_block_of(global_heap& h, void* q, debug_header& hd) noexcept {
   detail::thread::chunk* const c = h.find(q);
   auto* const cq = static_cast<char*>(q);
-  if (c == nullptr || cq - debug_prefix < c->blocks) {
+  if (c == nullptr || cq < c->blocks) {
     report_misuse(misuse::foreign_pointer, heap_name, q, 0, 0);
     return nullptr;
   }
-  const debug_header hd = *header_of(q);
+  char* const base = block_base(c, cq);
+  if (static_cast<std::size_t>(cq - base) < debug_prefix) {
+    report_misuse(misuse::foreign_pointer, heap_name, q, 0, 0);
+    return nullptr;
+  }
+  if (c->cls != detail::thread::large_class && c->owner == nullptr) {
+    // A chunk with no live block, in the depot, whose pages may be given back (unreadable): the
+    // block was freed and the quarantine has given it back since.
+    report_misuse(misuse::double_free, heap_name, q, 0, 0);
+    return nullptr;
+  }
+  // The block may be one the engine holds free (the quarantine gave it back), whose bytes a
+  // sanitizer build keeps poisoned: read through the poisoning, and poisoned again only where
+  // they are what a freed block's header should be.
+  hd = detail::load_hidden<debug_header>(base + header_at);
+  const bool valid = hd.check == header_check(hd, base);
+  if (!valid || hd.state != state_freed) {
+    detail::unpoison_kept(base + header_at, sizeof hd);
+  }
+  if (!valid) {
+    // Bytes no debug block wrote (a pointer to memory never handed out: screen reports it,
+    // naming the engine's block), or a header written over: an underrun.
+    if (h.screen(base)) {
+      report_misuse(misuse::underrun, heap_name, q, 0, 0);
+    }
+    return nullptr;
+  }
+  if (base + hd.offset != cq || (hd.state != state_live && hd.state != state_freed)) {
+    report_misuse(misuse::foreign_pointer, heap_name, q, 0, 0);
+    return nullptr;
+  }
+  return base;
+}
+
+// \returns the engine block of the live debug block at `q`, after checking its header, guard and
+// canary, in that order, each before anything it vouches for is used; reports the misuse and
+// returns null otherwise. `hd` receives the header.
+char* debug_check(global_heap& h, void* q, debug_header& hd) noexcept {
+  char* const base = debug_block_of(h, q, hd);
+  if (base == nullptr) {
+    return nullptr;
+  }
   if (hd.state == state_freed) {
     report_misuse(misuse::double_free, heap_name, q, hd.size, 0);
     return nullptr;
   }
-  char* const base = cq - hd.offset;
-  if (hd.state != state_live || hd.offset < debug_prefix || base < c->blocks || !h.screen(base)) {
-    report_misuse(misuse::foreign_pointer, heap_name, q, 0, 0);
-    return nullptr;
-  }
-  if (!all_bytes(base, hd.offset - sizeof(debug_header), guard_byte)) {
+  auto* const cq = static_cast<char*>(q);
+  if (!all_bytes(base, header_at, guard_byte) ||
+      !all_bytes(base + header_end, hd.offset - header_end, guard_byte)) {
     report_misuse(misuse::underrun, heap_name, q, hd.size, 0);
     return nullptr;
   }
-  const std::size_t block = global_heap::usable(c);
+  const std::size_t block = global_heap::usable(h.find(base));
   if (!all_bytes(cq + hd.size, block - hd.offset - hd.size, canary_byte)) {
     report_misuse(misuse::overrun, heap_name, q, hd.size, 0);
     return nullptr;
@@ -229,23 +339,42 @@ char* debug_check(global_heap& h, void* q) noexcept {
 }
 
 void debug_free(global_heap& h, void* q) noexcept {
-  char* const base = debug_check(h, q);
+  debug_header hd{};
+  char* const base = debug_check(h, q, hd);
   if (base == nullptr) {
     return;
   }
-  debug_header* const hd = header_of(q);
-  std::memset(q, dead_byte, hd->size);
-  hd->state = state_freed;
-  void* evicted = nullptr;
-  {
-    const std::lock_guard<std::mutex> lock(quarantine_mutex);
-    evicted = quarantine[quarantine_next];
-    quarantine[quarantine_next] = base;
-    quarantine_next = (quarantine_next + 1) % quarantine_slots;
+  detail::thread::chunk* const c = h.find(base);
+  quarantined entry{base, global_heap::usable(c), nullptr, 0};
+  auto* const begin = static_cast<char*>(q);
+  char* const end = begin + hd.size;
+  if (c->cls == detail::thread::large_class) {
+    // A region of its own: its whole pages within the caller's bytes go back to the OS.
+    char* const first = begin + detail::padding_for(begin, page_size);
+    char* const last = end - detail::address(end) % page_size;
+    if (first < last) {
+      entry.protected_begin = first;
+      entry.protected_bytes = static_cast<std::size_t>(last - first);
+    }
   }
-  if (evicted != nullptr) {
-    h.free_found(evicted, h.find(evicted));
+  if (entry.protected_begin != nullptr &&
+      detail::os::release(entry.protected_begin, entry.protected_bytes)) {
+    std::memset(begin, dead_byte, static_cast<std::size_t>(entry.protected_begin - begin));
+    char* const after = entry.protected_begin + entry.protected_bytes;
+    std::memset(after, dead_byte, static_cast<std::size_t>(end - after));
+  } else {
+    entry.protected_begin = nullptr;
+    std::memset(begin, dead_byte, hd.size);
   }
+  write_header(base, hd.size, hd.offset, state_freed);
+  const std::lock_guard<std::mutex> lock(quarantine_mutex);
+  while (quarantine_count == quarantine_slots ||
+         (quarantine_count != 0 && quarantine_bytes + entry.bytes > quarantine_limit)) {
+    evict_oldest(h);
+  }
+  quarantine[(quarantine_first + quarantine_count) % quarantine_slots] = entry;
+  ++quarantine_count;
+  quarantine_bytes += entry.bytes;
 }
 
 // ---- fork(2) ---------------------------------------------------------------------------------
@@ -308,6 +437,37 @@ std::size_t stats_json(char* out, std::size_t size) noexcept {
   return w.length;
 }
 
+// The options the heap was made with.
+runtime_options chosen;
+
+// Which file descriptor 2 was when the program started (its first allocation, or this library's
+// constructor if that came first): the stats line goes there only while descriptor 2 is still
+// that file, never into one the program opened after closing its stderr.
+std::atomic<bool> stderr_remembered{false};
+bool stderr_known = false;
+dev_t stderr_device = 0;
+ino_t stderr_inode = 0;
+
+void remember_stderr() noexcept {
+  if (stderr_remembered.exchange(true, std::memory_order_acq_rel)) {
+    return;
+  }
+  struct stat st {};
+  if (::fstat(STDERR_FILENO, &st) == 0) {
+    stderr_device = st.st_dev;
+    stderr_inode = st.st_ino;
+    stderr_known = true;
+  }
+}
+
+__attribute__((constructor)) void remember_stderr_at_start() noexcept { remember_stderr(); }
+
+bool stderr_is_the_programs() noexcept {
+  struct stat st {};
+  return stderr_known && ::fstat(STDERR_FILENO, &st) == 0 && st.st_dev == stderr_device &&
+         st.st_ino == stderr_inode;
+}
+
 // Runs after the program's own exit handlers and static destructors (this library's destructor
 // runs last, as it was loaded or linked first), so their frees are counted.
 __attribute__((destructor)) void print_stats_at_exit() noexcept {
@@ -318,13 +478,54 @@ __attribute__((destructor)) void print_stats_at_exit() noexcept {
   const std::size_t n = stats_json(line, sizeof(line) - 1);
   const std::size_t length = n < sizeof(line) - 2 ? n : sizeof(line) - 2;
   line[length] = '\n';
-  write_stderr(line, length + 1);
+  if (chosen.stats_path[0] != '\0') {
+    // O_APPEND: each process of a program that forks or runs others adds its own line.
+    const int fd = ::open(chosen.stats_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      write_all(fd, line, length + 1);
+      ::close(fd);
+    }
+  } else if (stderr_is_the_programs()) {
+    write_all(STDERR_FILENO, line, length + 1);
+  }
+}
+
+// \returns whether `value` (`length` bytes) is a size: digits and an optional k, m or g (KiB,
+// MiB, GiB), stored in `out`, overflow refused.
+bool parse_size(const char* value, std::size_t length, std::size_t& out) noexcept {
+  std::size_t n = 0;
+  std::size_t i = 0;
+  for (; i < length && value[i] >= '0' && value[i] <= '9'; ++i) {
+    if (__builtin_mul_overflow(n, 10, &n) ||
+        __builtin_add_overflow(n, static_cast<std::size_t>(value[i] - '0'), &n)) {
+      return false;
+    }
+  }
+  if (i == 0) {
+    return false;
+  }
+  unsigned shift = 0;
+  if (i + 1 == length) {
+    const char unit = static_cast<char>(value[i] | 0x20); // lower case
+    shift = unit == 'k' ? 10 : unit == 'm' ? 20 : unit == 'g' ? 30 : 64;
+  } else if (i != length) {
+    return false;
+  }
+  if (shift == 64 || (shift != 0 && n > (SIZE_MAX >> shift))) {
+    return false;
+  }
+  out = n << shift;
+  return true;
+}
+
+bool is_named(const char* item, std::size_t name_length, const char* name) noexcept {
+  return name_length == std::strlen(name) && std::strncmp(item, name, name_length) == 0;
 }
 
 } // namespace
 
-unsigned parse_options(const char* text) noexcept {
-  unsigned m = mode_fast;
+runtime_options parse_options(const char* text) noexcept {
+  runtime_options o;
   for (const char* p = text; p != nullptr && *p != '\0';) {
     const char* end = std::strchr(p, ',');
     const std::size_t length = end == nullptr ? std::strlen(p) : static_cast<std::size_t>(end - p);
@@ -332,24 +533,37 @@ unsigned parse_options(const char* text) noexcept {
     const std::size_t name_length = colon == nullptr ? length : static_cast<std::size_t>(colon - p);
     const char* value = colon == nullptr ? "" : colon + 1;
     const std::size_t value_length = colon == nullptr ? 0 : length - name_length - 1;
-    unsigned bit = 0;
-    if (name_length == 5 && std::strncmp(p, "stats", 5) == 0) {
-      bit = mode_stats;
-    } else if (name_length == 5 && std::strncmp(p, "debug", 5) == 0) {
-      bit = mode_debug;
-    }
+    const bool flag = value_length == 1 && (*value == '0' || *value == '1');
+    // stats takes a path too: any value with a slash ("/tmp/stats.json", "./stats.json").
+    const bool path = std::memchr(value, '/', value_length) != nullptr;
     if (length == 0) {
       // an empty item ("a,,b" or a trailing comma) says nothing
-    } else if (bit == 0) {
-      complain("unknown option", p, length);
-    } else if (value_length == 1 && (*value == '0' || *value == '1')) {
-      m = *value == '1' ? (m | bit) : (m & ~bit);
+    } else if (is_named(p, name_length, "quarantine")) {
+      if (!parse_size(value, value_length, o.quarantine_bytes)) {
+        complain("bad value (bytes, with k, m or g: KiB, MiB, GiB) in", p, length);
+      }
+    } else if (is_named(p, name_length, "stats") && path && !flag) {
+      if (value_length < sizeof(o.stats_path)) {
+        std::memcpy(o.stats_path, value, value_length);
+        o.stats_path[value_length] = '\0';
+        o.mode |= mode_stats;
+      } else {
+        complain("path too long in", p, length);
+      }
+    } else if (is_named(p, name_length, "stats") || is_named(p, name_length, "debug")) {
+      const unsigned bit = *p == 's' ? mode_stats : mode_debug;
+      if (flag) {
+        o.mode = *value == '1' ? (o.mode | bit) : (o.mode & ~bit);
+        o.stats_path[0] = bit == mode_stats ? '\0' : o.stats_path[0];
+      } else {
+        complain("bad value (0 or 1; stats: or a path with a '/') in", p, length);
+      }
     } else {
-      complain("bad value (0 or 1) in", p, length);
+      complain("unknown option", p, length);
     }
     p = end == nullptr ? nullptr : end + 1;
   }
-  return m;
+  return o;
 }
 
 global_heap::global_heap() noexcept : thread_cached(os_upstream{}, heap_options()) {}
@@ -358,7 +572,10 @@ global_heap* make_heap() noexcept {
   int expected = 0;
   if (heap_state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
     // The first call of all. getenv allocates nothing.
-    the_mode = parse_options(std::getenv("MEMKIT_OPTIONS"));
+    chosen = parse_options(std::getenv("MEMKIT_OPTIONS"));
+    the_mode = chosen.mode;
+    quarantine_limit = chosen.quarantine_bytes;
+    remember_stderr();
     auto* h = ::new (heap_storage) global_heap;
     h->on_detach([]() noexcept { me.heap = nullptr; });
     char* const arena = h->upstream().reserve_arena();
@@ -377,13 +594,31 @@ global_heap* make_heap() noexcept {
   return the_heap.load(std::memory_order_acquire);
 }
 
+namespace {
+
+void* allocate_in(global_heap& h, std::size_t bytes, std::size_t alignment) noexcept {
+  return (the_mode & mode_debug) != 0 ? debug_allocate(h, bytes, alignment)
+                                      : h.allocate_any(bytes, alignment);
+}
+
+} // namespace
+
 void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
   global_heap* h = the_heap.load(std::memory_order_acquire);
   if (h == nullptr) {
     h = make_heap();
   }
-  void* p = (the_mode & mode_debug) != 0 ? debug_allocate(*h, bytes, alignment)
-                                         : h->allocate_any(bytes, alignment);
+  void* p = allocate_in(*h, bytes, alignment);
+  if (p == nullptr && bytes <= h->max_size()) {
+    // Before a request fails (and operator new calls the new_handler), what memkit holds for
+    // later goes back: the quarantine, and the free chunks' and kept regions' address space,
+    // which a limit (RLIMIT_AS) may be what refused it.
+    if ((the_mode & mode_debug) != 0) {
+      drain_quarantine(*h);
+    }
+    h->trim();
+    p = allocate_in(*h, bytes, alignment);
+  }
   if (the_mode == mode_fast) {
     // The engine has bound a heap to this thread now, unless its exit began.
     me.heap = h->current_heap();
@@ -419,10 +654,15 @@ void free_slow(void* p) noexcept {
 
 void free_sized_slow(void* p, std::size_t bytes) noexcept {
   global_heap* h = the_heap.load(std::memory_order_acquire);
-  if ((the_mode & mode_debug) != 0 && p != nullptr && h != nullptr && h->find(p) != nullptr &&
-      debug_check(*h, p) != nullptr && header_of(p)->size != (bytes == 0 ? 1 : bytes)) {
-    report_misuse(misuse::size_mismatch, heap_name, p, bytes, 0);
-    return;
+  if ((the_mode & mode_debug) != 0 && p != nullptr && h != nullptr && h->find(p) != nullptr) {
+    debug_header hd{};
+    if (debug_check(*h, p, hd) == nullptr) {
+      return;
+    }
+    if (hd.size != (bytes == 0 ? 1 : bytes)) {
+      report_misuse(misuse::size_mismatch, heap_name, p, bytes, 0);
+      return;
+    }
   }
   free_slow(p);
 }
@@ -447,14 +687,21 @@ void tick_slow(global_heap& h) noexcept {
 
 void free_foreign(void* p) noexcept {
   foreign_frees.fetch_add(1, std::memory_order_relaxed);
-  __libc_free(p);
+  release_foreign(p);
 }
 
+// A program linked with memkit::new_delete may run under a preloaded malloc (memkit's own,
+// jemalloc's): glibc's __libc_free would abort on that malloc's blocks.
+__attribute__((weak)) void release_foreign(void* p) noexcept { ::free(p); }
+
 std::size_t usable_size_of(const void* p) noexcept {
+  global_heap& h = *the_heap.load(std::memory_order_relaxed);
   if ((the_mode & mode_debug) != 0) {
-    return header_of(const_cast<void*>(p))->size;
+    // The header is checked before its size is believed: realloc copies that many bytes.
+    debug_header hd{};
+    return debug_block_of(h, const_cast<void*>(p), hd) != nullptr ? hd.size : 0;
   }
-  return global_heap::usable(the_heap.load(std::memory_order_relaxed)->find(p));
+  return global_heap::usable(h.find(p));
 }
 
 } // namespace memkit::replacement

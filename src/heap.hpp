@@ -129,17 +129,34 @@ extern unsigned the_mode;
 inline constexpr std::uintptr_t no_arena = 0 - os_upstream::arena_size;
 extern std::atomic<std::uintptr_t> fast_arena;
 
-/// \returns the modes MEMKIT_OPTIONS `text` asks for ("stats:1,debug:1"; null: none), reporting
-/// on stderr every item it does not know or whose value is not 0 or 1.
-unsigned parse_options(const char* text) noexcept;
+/// debug:1's quarantine holds at most this many bytes of freed blocks unless MEMKIT_OPTIONS says
+/// otherwise (quarantine:BYTES).
+inline constexpr std::size_t default_quarantine_bytes = std::size_t{64} << 20;
+
+/// What MEMKIT_OPTIONS asks for.
+struct runtime_options {
+  unsigned mode = mode_fast;
+  std::size_t quarantine_bytes = default_quarantine_bytes;
+  /// stats:PATH: the file the stats line is appended to; empty: the program's stderr.
+  char stats_path[1024] = {};
+};
+
+/// \returns the options MEMKIT_OPTIONS `text` asks for ("stats:1,debug:1,quarantine:16m"; null:
+/// none), reporting on stderr every item it does not know or whose value it cannot take.
+runtime_options parse_options(const char* text) noexcept;
 global_heap* make_heap() noexcept;
 void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept;
 void free_slow(void* p) noexcept;
 void free_sized_slow(void* p, std::size_t bytes) noexcept;
 /// \effects gives back to the OS every cached region (malloc_trim). \returns the bytes given.
 std::size_t trim() noexcept;
-/// Frees a block memkit did not hand out: glibc's, allocated before the replacement took over.
+/// Frees a block memkit did not hand out (glibc's, allocated before the replacement took over, or
+/// the program's malloc's under memkit::new_delete), counting it: release_foreign.
 void free_foreign(void* p) noexcept;
+/// Hands `p`, a block memkit did not hand out, to the program's `free`: whatever malloc the program
+/// runs on (glibc's or a preloaded one) for memkit::new_delete. The preload library, whose `free`
+/// is memkit's own, replaces this weak definition with glibc's `__libc_free` (malloc.cpp).
+void release_foreign(void* p) noexcept;
 /// \returns the bytes usable at `p`, a live block of memkit's (any mode).
 std::size_t usable_size_of(const void* p) noexcept;
 

@@ -10,8 +10,13 @@
 #include "heap.hpp"
 
 extern "C" void* __libc_realloc(void* p, std::size_t bytes); // glibc's own realloc
+extern "C" void __libc_free(void* p);                        // and free
 
 namespace memkit::replacement {
+
+// This library's `free` is memkit's: a block it did not hand out was glibc's (heap.hpp).
+void release_foreign(void* p) noexcept { __libc_free(p); }
+
 namespace {
 
 MEMKIT_NOINLINE void* allocate_slow_or_enomem(std::size_t bytes, std::size_t alignment) noexcept {

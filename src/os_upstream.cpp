@@ -53,6 +53,9 @@ void* os_upstream::try_allocate(std::size_t bytes, std::size_t alignment) noexce
   purge(false);
   if (is_chunk_request(bytes, alignment)) {
     if (void* c = arena_free_; c != nullptr) {
+      if (!recommit(static_cast<char*>(c) + page_size, bytes - page_size)) {
+        return nullptr;
+      }
       arena_free_ = *static_cast<void**>(c);
       *static_cast<void**>(c) = nullptr; // fresh memory reads as zeros
       return c;
@@ -90,7 +93,8 @@ void os_upstream::deallocate(void* p, std::size_t bytes, std::size_t alignment) 
   }
   if (is_chunk_request(bytes, alignment)) {
     if (in_arena(p)) {
-      detail::os::decommit(p, bytes);
+      detail::os::decommit(p, page_size);
+      decommit(static_cast<char*>(p) + page_size, bytes - page_size);
       *static_cast<void**>(p) = arena_free_;
       arena_free_ = p;
     } else {
@@ -114,7 +118,15 @@ void os_upstream::deallocate(void* p, std::size_t bytes, std::size_t alignment) 
   kept_bytes_ += n;
 }
 
-void os_upstream::decommit(void* p, std::size_t bytes) noexcept { detail::os::decommit(p, bytes); }
+void os_upstream::decommit(void* p, std::size_t bytes) noexcept {
+  if (!detail::os::release(p, bytes)) {
+    detail::os::decommit(p, bytes); // the pages at least; the range stays usable, recommit or not
+  }
+}
+
+bool os_upstream::recommit(void* p, std::size_t bytes) noexcept {
+  return detail::os::commit(p, bytes);
+}
 
 std::size_t os_upstream::purge(bool everything) noexcept {
   if (kept_count_ == 0) {

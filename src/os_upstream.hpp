@@ -17,7 +17,8 @@ namespace memkit::replacement {
 ///   commit charge) that chunks are committed in, so whether a pointer lies in a chunk of it is
 ///   one subtraction and one comparison, no chunk-map lookup: free's fast path (heap.hpp). It is
 ///   never unmapped: a chunk-sized request given back (a large block's region can be one) is
-///   decommitted and kept for the next, so no other mapping takes its place;
+///   decommitted (all but its first page, which links it to the next) and kept for the next, so
+///   no other mapping takes its place;
 /// - every other request maps a region of its own, its size rounded up on a grid of eight steps
 ///   per power of two (at most 12.5 % above the request), so a freed region fits any later request
 ///   that rounds to the same size;
@@ -48,8 +49,13 @@ public:
   void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept;
   void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept;
 
-  /// \effects gives the pages of `[p, p + bytes)` back to the OS, keeping the range mapped.
+  /// \effects gives the pages of `[p, p + bytes)` back to the OS and makes the range
+  /// inaccessible, keeping it mapped: the memory no longer counts against RLIMIT_DATA (an
+  /// allocator that only drops the pages keeps it charged), and recommit must come before reuse.
   void decommit(void* p, std::size_t bytes) noexcept;
+  /// \effects makes `[p, p + bytes)`, decommitted, usable again (zero-filled). \returns whether
+  /// the OS did (it may refuse under RLIMIT_DATA or strict overcommit).
+  bool recommit(void* p, std::size_t bytes) noexcept;
 
   /// \effects unmaps every kept region unused for `delay_ms` (all of them if `everything`).
   /// \returns the bytes given back.

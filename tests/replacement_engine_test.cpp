@@ -20,8 +20,6 @@
 #include "memkit/error.hpp"
 #include "memkit/replacement.h"
 
-extern "C" void* __libc_malloc(std::size_t bytes);
-
 namespace mr = memkit::replacement;
 
 namespace {
@@ -86,8 +84,10 @@ TEST(ReplacementEngine, ImpossibleRequestsAreNull) {
   mr::free(nullptr);
 }
 
-TEST(ReplacementEngine, GlibcsBlocksAreRecognisedAndFreedByGlibc) {
-  void* p = __libc_malloc(64);
+// The program's malloc here is glibc's, or a sanitizer runtime's: memkit::new_delete hands a
+// block it did not hand out to the program's free, whichever that is.
+TEST(ReplacementEngine, TheProgramsMallocBlocksAreRecognisedAndFreedByItsFree) {
+  void* p = std::malloc(64);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(memkit_owns(p), 0);
   const std::size_t before = stats_field("foreign_frees");
@@ -374,16 +374,42 @@ TEST(ReplacementEngine, AChildForkedWhileAnotherThreadAllocatesCanAllocate) {
 }
 
 TEST(ReplacementEngine, OptionsAreParsedAndUnknownOnesReported) {
-  EXPECT_EQ(mr::parse_options(nullptr), mr::mode_fast);
-  EXPECT_EQ(mr::parse_options(""), mr::mode_fast);
-  EXPECT_EQ(mr::parse_options("stats:1"), mr::mode_stats);
-  EXPECT_EQ(mr::parse_options("stats:1,debug:1"), mr::mode_stats | mr::mode_debug);
-  EXPECT_EQ(mr::parse_options("debug:1,debug:0,"), mr::mode_fast);
+  EXPECT_EQ(mr::parse_options(nullptr).mode, mr::mode_fast);
+  EXPECT_EQ(mr::parse_options("").mode, mr::mode_fast);
+  EXPECT_EQ(mr::parse_options("stats:1").mode, mr::mode_stats);
+  EXPECT_EQ(mr::parse_options("stats:1,debug:1").mode, mr::mode_stats | mr::mode_debug);
+  EXPECT_EQ(mr::parse_options("debug:1,debug:0,").mode, mr::mode_fast);
+  EXPECT_EQ(mr::parse_options("debug:1").quarantine_bytes, mr::default_quarantine_bytes);
+  EXPECT_EQ(mr::parse_options("quarantine:0").quarantine_bytes, 0u);
+  EXPECT_EQ(mr::parse_options("quarantine:1000").quarantine_bytes, 1000u);
+  EXPECT_EQ(mr::parse_options("quarantine:8k").quarantine_bytes, 8u << 10);
+  EXPECT_EQ(mr::parse_options("quarantine:16M").quarantine_bytes, 16u << 20);
+  EXPECT_EQ(mr::parse_options("quarantine:2g").quarantine_bytes, std::size_t{2} << 30);
+  const mr::runtime_options to_file = mr::parse_options("stats:/tmp/memkit.json,debug:1");
+  EXPECT_EQ(to_file.mode, mr::mode_stats | mr::mode_debug);
+  EXPECT_STREQ(to_file.stats_path, "/tmp/memkit.json");
+  EXPECT_STREQ(mr::parse_options("stats:./s.json,stats:1").stats_path, "") << "the last says";
+  EXPECT_EQ(mr::parse_options("stats:./s.json,stats:0").mode, mr::mode_fast);
   testing::internal::CaptureStderr();
-  EXPECT_EQ(mr::parse_options("bogus:1,stats:2,debug:1"), mr::mode_debug);
+  const mr::runtime_options bad = mr::parse_options(
+      "bogus:1,stats:2,debug:1,quarantine:12q,quarantine:99999999999999999999,quarantine:");
   const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(bad.mode, mr::mode_debug);
+  EXPECT_EQ(bad.quarantine_bytes, mr::default_quarantine_bytes);
   EXPECT_NE(err.find("unknown option \"bogus:1\""), std::string::npos) << err;
-  EXPECT_NE(err.find("bad value (0 or 1) in \"stats:2\""), std::string::npos) << err;
+  EXPECT_NE(err.find("bad value (0 or 1; stats: or a path with a '/') in \"stats:2\""),
+            std::string::npos)
+      << err;
+  for (const char* item :
+       {"\"quarantine:12q\"", "\"quarantine:99999999999999999999\"", "\"quarantine:\""}) {
+    EXPECT_NE(err.find(std::string("bad value (bytes, with k, m or g: KiB, MiB, GiB) in ") + item),
+              std::string::npos)
+        << err;
+  }
+  testing::internal::CaptureStderr();
+  const std::string long_path = "stats:/" + std::string(2000, 'a');
+  EXPECT_EQ(mr::parse_options(long_path.c_str()).mode, mr::mode_fast);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("path too long in"), std::string::npos);
 }
 
 TEST(ReplacementEngine, StatsJsonIsOneObjectAndTruncatesSafely) {
@@ -429,6 +455,23 @@ TEST_F(ReplacementDebug, ADoubleFreeIsReportedWithItsAddress) {
   EXPECT_EQ(reports[0].pointer, p);
 }
 
+// The quarantine gave the block back to the engine, which links it into a free list through its
+// first words: the header, past them, still says FREE.
+TEST_F(ReplacementDebug, ADoubleFreeAfterTheQuarantineGaveTheBlockBackIsReported) {
+  void* p = mr::allocate(40, 16);
+  void* q = mr::allocate(40, 16);
+  mr::free(p);
+  for (int i = 0; i < 1100; ++i) { // past the quarantine's 1,024 blocks, in another class
+    mr::free(mr::allocate(3000, 16));
+  }
+  mr::free(q); // the chunk's free list now starts at q's block, not p's
+  ASSERT_TRUE(reports.empty());
+  mr::free(p);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].kind, memkit::misuse::double_free);
+  EXPECT_EQ(reports[0].pointer, p);
+}
+
 TEST_F(ReplacementDebug, OverrunAndUnderrunAreReportedAndTheBlockKept) {
   auto* p = static_cast<unsigned char*>(mr::allocate(24, 16));
   EXPECT_EQ(mr::usable_size_of(p), 24u) << "debug blocks are exactly their request";
@@ -441,6 +484,31 @@ TEST_F(ReplacementDebug, OverrunAndUnderrunAreReportedAndTheBlockKept) {
   mr::free(p);
   ASSERT_EQ(reports.size(), 2u);
   EXPECT_EQ(reports[1].kind, memkit::misuse::underrun);
+}
+
+// Every byte within 64 of a block, the header's included, changed in turn: each is reported at
+// the block's address as an underrun or overrun, and the block, its byte restored, frees cleanly.
+TEST_F(ReplacementDebug, EveryByteAroundABlockIsReportedAtItsAddress) {
+  for (const std::size_t alignment : {std::size_t{16}, std::size_t{64}, std::size_t{4096}}) {
+    for (const std::size_t size : {std::size_t{1}, std::size_t{100}, std::size_t{40000}}) {
+      auto* p = static_cast<unsigned char*>(mr::allocate(size, alignment));
+      ASSERT_NE(p, nullptr);
+      const auto n = static_cast<std::ptrdiff_t>(size);
+      for (std::ptrdiff_t offset = -64; offset < n + 64; offset = offset == -1 ? n : offset + 1) {
+        reports.clear();
+        p[offset] = static_cast<unsigned char>(~p[offset]);
+        mr::free(p);
+        ASSERT_EQ(reports.size(), 1u) << alignment << " " << size << " " << offset;
+        EXPECT_EQ(reports[0].kind, offset < 0 ? memkit::misuse::underrun : memkit::misuse::overrun)
+            << alignment << " " << size << " " << offset;
+        EXPECT_EQ(reports[0].pointer, p);
+        p[offset] = static_cast<unsigned char>(~p[offset]);
+      }
+      reports.clear();
+      mr::free(p);
+      EXPECT_TRUE(reports.empty());
+    }
+  }
 }
 
 TEST_F(ReplacementDebug, InteriorPointersAndSizeMismatchesAreReported) {

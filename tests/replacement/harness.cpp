@@ -6,8 +6,9 @@
 // The first forms prove, before any case, that the run talks to the allocator it names (memkit:
 // memkit_owns is defined and claims a fresh block; glibc: it is not, and malloc lives in libc;
 // new-delete, the program linked with memkit::new_delete: memkit_owns claims a block from new
-// and not one from malloc), then run the cases of that run (or only those named) and exit 1 if
-// any check failed.
+// and not one from malloc; malloc is glibc's, or the library MEMKIT_CONTRACT_MALLOC names when a
+// run preloads one), then run the cases of that run (or only those named) and exit 1 if any check
+// failed.
 
 #include "harness.hpp"
 
@@ -21,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +30,7 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <sstream>
 
 extern char** environ;
 
@@ -80,7 +83,10 @@ bool verify_allocator() {
   bool ok = true;
   if (expected_ == expected_allocator::new_delete) {
     ok &= MEMKIT_CHECK(memkit_owns_ != nullptr);
-    ok &= MEMKIT_CHECK(malloc_from.find("libc.so") != std::string::npos);
+    // The program's malloc: glibc's, or the one a run preloads (MEMKIT_CONTRACT_MALLOC names it).
+    const char* preloaded = std::getenv("MEMKIT_CONTRACT_MALLOC");
+    ok &= MEMKIT_CHECK(malloc_from.find(preloaded != nullptr ? preloaded : "libc.so") !=
+                       std::string::npos);
     if (memkit_owns_ != nullptr) {
       int* q = escape(new int(1));
       ok &= MEMKIT_CHECK(memkit_owns_(q) == 1);
@@ -176,6 +182,14 @@ bool served(const void* p) {
 
 std::size_t stats_json(char* buffer, std::size_t size) {
   return memkit_stats_json_ == nullptr ? 0 : memkit_stats_json_(buffer, size);
+}
+
+long long stats_field(const char* name) {
+  char line[512] = {};
+  stats_json(line, sizeof line);
+  const std::string key = std::string("\"") + name + "\":";
+  const char* at = std::strstr(line, key.c_str());
+  return at == nullptr ? -1 : std::atoll(at + key.size());
 }
 
 std::size_t opaque(std::size_t n) {
@@ -290,6 +304,32 @@ child_result run_self(const std::vector<std::string>& args,
   return r;
 }
 
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return s;
+}
+
+} // namespace
+
+bool has_line(const std::string& text, const std::string& prefix, const std::string& needle) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) == 0 && lower(line).find(lower(needle)) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string announced_address(const child_result& r) {
+  const std::string address = r.out.substr(0, r.out.find('\n'));
+  return address.rfind("0x", 0) == 0 ? address.substr(2) : address;
+}
+
 int add_case(test_case c) {
   cases().push_back(c);
   return 0;
@@ -331,7 +371,7 @@ int main(int argc, char** argv) {
     for (int i = 2; i < argc; ++i) {
       named = named || c.name == std::string(argv[i]);
     }
-    if (!named || !part_of_run(c.kind)) {
+    if (!named || !part_of_run(c.kind) || (c.kind == case_kind::preload_when_named && argc == 2)) {
       continue;
     }
     const int before = failures_;

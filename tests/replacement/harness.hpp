@@ -37,6 +37,9 @@ inline constexpr std::size_t impossible[] = {
     SIZE_MAX,      SIZE_MAX / 2 + 1, std::size_t{1} << 60,
     SIZE_MAX - 15, SIZE_MAX - 4095,  SIZE_MAX - (std::size_t{1} << 20)};
 
+/// \returns the field `name` of the stats line (stats_json), or -1 if the line has none.
+long long stats_field(const char* name);
+
 /// \returns `n` through a volatile, so the compiler cannot fold a call with a known huge size.
 std::size_t opaque(std::size_t n);
 
@@ -67,12 +70,22 @@ struct child_result {
 child_result run_self(const std::vector<std::string>& args,
                       const std::vector<std::string>& extra_env, int timeout_seconds);
 
+/// \returns whether some line of `text` starts with `prefix` and contains `needle`, ignoring case.
+bool has_line(const std::string& text, const std::string& prefix, const std::string& needle);
+
+/// \returns the address a child printed as its first line of output, without "0x", so "0x7f.."
+/// and "7F.." both match has_line.
+std::string announced_address(const child_result& r);
+
 /// What a case exercises, which decides the runs it is part of.
 enum class case_kind {
   c_api,      ///< malloc and friends: the glibc and memkit runs
   cxx_api,    ///< operator new and delete only: every run
   memkit_api, ///< memkit beyond glibc, through operator new or replacement.h: memkit, new_delete
-  preload_options ///< MEMKIT_OPTIONS, seen through malloc: the memkit run
+  preload_options, ///< MEMKIT_OPTIONS, seen through malloc: the memkit runs
+  /// MEMKIT_OPTIONS through hundreds of children, each setting its own options: a memkit run that
+  /// names the case (replacement.debug), not every one.
+  preload_when_named
 };
 
 /// A named case of the contract.

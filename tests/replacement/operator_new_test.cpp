@@ -237,6 +237,19 @@ void give_up_on_second_call() {
   }
 }
 
+// A block of the program's malloc deleted: memkit hands it to the program's free, whichever malloc
+// that is (glibc's, memkit's preload, jemalloc's: replacement.contract.new_delete-under-*).
+MEMKIT_CONTRACT_CASE(DeleteGivesTheProgramsMallocBlocksToItsFree, memkit_api) {
+  for (const std::size_t size : {1, 100, 5000, 70000, 1 << 22}) {
+    void* p = escape(std::malloc(opaque(size)));
+    MEMKIT_CHECK(p != nullptr);
+    fill(p, size, 5);
+    ::operator delete(p);
+  }
+  char* s = escape(strdup("a block libc allocated"));
+  ::operator delete(s);
+}
+
 MEMKIT_CONTRACT_CASE(NewHandlerIsCalledUntilItRemovesItself, cxx_api) {
   const std::size_t size = opaque(SIZE_MAX / 2 + 1);
   const auto al = std::align_val_t{128};

@@ -1,15 +1,18 @@
 // tests/replacement/options_test.cpp: memkit's MEMKIT_OPTIONS, each seen from outside: a child of
 // this program runs under the option, and its exit and stderr are checked. debug:1 must report a
 // double free, an invalid free and an overrun on a line starting "memkit: " that names the address,
-// then abort; stats:1 prints one JSON line at exit; an unknown option is reported and ignored.
+// then abort; stats:1 prints one JSON line at exit, only to the stderr the program started with,
+// stats:PATH appends it to a file; an unknown option is reported and ignored.
 
 #include "harness.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <new>
 #include <sstream>
 #include <string>
@@ -101,7 +104,20 @@ int allocate() {
   return 0;
 }
 
+/// Closes stderr, opens MEMKIT_CONTRACT_FILE (which takes descriptor 2, the lowest free), writes
+/// the program's data to it and allocates: memkit's stats line must not land in that file.
+int stderr_reopened_as_data() {
+  const char* path = std::getenv("MEMKIT_CONTRACT_FILE");
+  if (path == nullptr || close(2) != 0 || open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600) != 2) {
+    return 3;
+  }
+  allocate();
+  const char data[] = "the program's data\n";
+  return write(2, data, sizeof data - 1) == sizeof data - 1 ? 0 : 4;
+}
+
 const int registered = add_child_action("double-free", double_free) +
+                       add_child_action("stderr-reopened-as-data", stderr_reopened_as_data) +
                        add_child_action("invalid-free", invalid_free) +
                        add_child_action("overrun", overrun) +
                        add_child_action("overrun-after-realloc", overrun_after_realloc) +
@@ -110,30 +126,10 @@ const int registered = add_child_action("double-free", double_free) +
                        add_child_action("wrong-size-delete", wrong_size_delete) +
                        add_child_action("allocate", allocate);
 
-std::string lower(std::string s) {
-  for (char& c : s) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return s;
-}
-
-/// \returns whether some line of `text` starts with `prefix` and contains `needle`.
-bool has_line(const std::string& text, const std::string& prefix, const std::string& needle) {
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(prefix, 0) == 0 && lower(line).find(lower(needle)) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
 void expect_report_and_abort(const char* action) {
   const child_result r =
       run_self({"child", action}, {"MEMKIT_OPTIONS=debug:1"}, child_timeout_seconds);
-  // The address as the child printed it, without "0x", so "0x7f.." and "7F.." both match.
-  std::string address = r.out.substr(0, r.out.find('\n'));
-  address = address.rfind("0x", 0) == 0 ? address.substr(2) : address;
+  const std::string address = announced_address(r);
   std::fprintf(stderr, "%s: exited %d, code %d, address %s, stderr: %s", action, r.exited, r.code,
                address.c_str(), r.err.c_str());
   MEMKIT_CHECK(!r.timed_out);
@@ -200,6 +196,56 @@ MEMKIT_CONTRACT_CASE(StatsOptionPrintsOneJsonLineAtExit, preload_options) {
   }
   const child_result quiet = run_self({"child", "allocate"}, {}, child_timeout_seconds);
   MEMKIT_CHECK(quiet.exited && quiet.code == 0 && stats_lines(quiet.err).empty());
+}
+
+/// \returns the contents of the file at `path` ("" if there is none).
+std::string contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// A file name of its own for this process, under TMPDIR or /tmp.
+std::string scratch_file(const char* name) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/memkit-contract-" +
+         std::to_string(getpid()) + "-" + name;
+}
+
+MEMKIT_CONTRACT_CASE(StatsOptionNeverWritesIntoAFileTheProgramOpened, preload_options) {
+  const std::string data = scratch_file("data");
+  const child_result r =
+      run_self({"child", "stderr-reopened-as-data"},
+               {"MEMKIT_OPTIONS=stats:1", "MEMKIT_CONTRACT_FILE=" + data}, child_timeout_seconds);
+  const std::string written = contents(data);
+  std::fprintf(stderr, "stats:1, stderr reopened as a data file: exit %d; the file: %s", r.code,
+               written.c_str());
+  MEMKIT_CHECK(r.exited && r.code == 0);
+  MEMKIT_CHECK(written == "the program's data\n");
+  std::remove(data.c_str());
+}
+
+MEMKIT_CONTRACT_CASE(StatsOptionWithAPathAppendsTheLineToThatFile, preload_options) {
+  const std::string path = scratch_file("stats");
+  std::remove(path.c_str());
+  for (int run = 0; run < 2; ++run) {
+    const child_result r =
+        run_self({"child", "allocate"}, {"MEMKIT_OPTIONS=stats:" + path}, child_timeout_seconds);
+    MEMKIT_CHECK(r.exited && r.code == 0);
+    MEMKIT_CHECK(r.err.empty());
+  }
+  const auto lines = stats_lines(contents(path));
+  std::fprintf(stderr, "stats:%s: %zu lines\n", path.c_str(), lines.size());
+  MEMKIT_CHECK(lines.size() == 2);
+  for (const auto& line : lines) {
+    MEMKIT_CHECK(field(line, "allocations") >= allocations);
+  }
+  std::remove(path.c_str());
+  // A value that is neither 0, 1 nor a path is reported, and no line is written anywhere.
+  const child_result bad =
+      run_self({"child", "allocate"}, {"MEMKIT_OPTIONS=stats:2"}, child_timeout_seconds);
+  MEMKIT_CHECK(bad.exited && bad.code == 0);
+  MEMKIT_CHECK(has_line(bad.err, "memkit: bad value", "stats:2"));
+  MEMKIT_CHECK(stats_lines(bad.err).empty());
 }
 
 MEMKIT_CONTRACT_CASE(UnknownOptionIsReportedAndIgnored, preload_options) {

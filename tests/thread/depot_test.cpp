@@ -223,3 +223,41 @@ TEST(Decay, TrimDecommitsEveryFreeChunkAtOnce) {
 }
 
 } // namespace
+
+namespace {
+
+// decommitting, whose decommitted ranges must be recommitted before use (as os_upstream's).
+struct recommitting : decommitting {
+  std::vector<void*>* recommitted;
+  bool refuse = false;
+  bool recommit(void* p, std::size_t) noexcept {
+    recommitted->push_back(p);
+    return !refuse;
+  }
+};
+static_assert(thread::recommits<recommitting>::value && !thread::recommits<decommitting>::value);
+
+TEST(Decay, ADecommittedChunkIsRecommittedBeforeItLeavesTheDepotAndStaysIfRefused) {
+  spy_resource spy;
+  std::vector<std::pair<void*, std::size_t>> decommitted;
+  std::vector<void*> recommitted;
+  std::size_t purges = 0;
+  thread::depot<recommitting, heap> d(
+      recommitting{{resource_ref<spy_resource>{spy}, &decommitted, &purges}, &recommitted});
+  thread::chunk* kept = d.obtain();
+  d.push(kept);
+  EXPECT_EQ(d.pop(), kept); // never decommitted: nothing to recommit
+  EXPECT_TRUE(recommitted.empty());
+  d.push(kept);
+  d.purge(memkit::detail::os::now_ms(), true);
+  d.upstream().refuse = true;
+  EXPECT_EQ(d.pop(), nullptr);
+  d.upstream().refuse = false;
+  EXPECT_EQ(d.pop(), kept); // still there
+  ASSERT_EQ(recommitted.size(), 2u);
+  EXPECT_EQ(recommitted[1], thread::base_of(kept) + page_size);
+  d.release();
+  expect_all_returned(spy);
+}
+
+} // namespace

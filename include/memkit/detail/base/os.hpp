@@ -105,6 +105,14 @@ inline bool decommit(void* p, std::size_t bytes) noexcept {
   return ::madvise(p, bytes, MADV_DONTNEED) == 0;
 }
 
+/// Gives the physical pages of `[p, p + bytes)` back to the kernel and makes the range
+/// inaccessible, so it is no longer charged to RLIMIT_DATA and any access faults; commit() makes
+/// it usable again, zero-filled. \returns whether the kernel did both.
+/// \requires the range is whole pages obtained from map() or commit().
+inline bool release(void* p, std::size_t bytes) noexcept {
+  return ::madvise(p, bytes, MADV_DONTNEED) == 0 && ::mprotect(p, bytes, PROT_NONE) == 0;
+}
+
 /// \returns a monotonic clock in milliseconds, at the kernel tick's resolution (a few ms) and the
 /// cost of a vDSO read: for delays, not for measurements.
 inline std::uint64_t now_ms() noexcept {

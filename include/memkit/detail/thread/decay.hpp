@@ -24,6 +24,15 @@ template <class U>
 struct decommits<U, std::void_t<decltype(std::declval<U&>().decommit(nullptr, std::size_t{})),
                                 decltype(U::delay_ms)>> : std::true_type {};
 
+/// Whether a range `U` decommitted must be made usable again before it is touched
+/// (`recommit(p, bytes)`, false if the OS refused): the global replacement's os_upstream, whose
+/// decommit also makes the range inaccessible, so it no longer counts against RLIMIT_DATA.
+template <class U, class = void>
+struct recommits : std::false_type {};
+template <class U>
+struct recommits<U, std::void_t<decltype(std::declval<U&>().recommit(nullptr, std::size_t{}))>>
+    : std::true_type {};
+
 /// The whole policy of giving memory back, over an upstream that decommits (nothing otherwise):
 /// - a wholly free chunk in the depot for `Upstream::delay_ms` gives its pages back, all but its
 ///   header's (which links it into the depot);
@@ -43,6 +52,17 @@ public:
     if constexpr (enabled) {
       c->freed_at = os::now_ms();
     }
+  }
+
+  /// \returns whether `c`, leaving the depot for a heap, is usable: recommitted if it was
+  /// decommitted and the upstream needs it (false if the OS refused).
+  static bool on_leave(chunk* c, Upstream& upstream) noexcept {
+    if constexpr (enabled && recommits<Upstream>::value) {
+      if (c->freed_at == 0) {
+        return upstream.recommit(base_of(c) + page_size, chunk_size - page_size);
+      }
+    }
+    return true;
   }
 
   /// \returns whether it is time to `purge` (the time is read when `now` is 0).

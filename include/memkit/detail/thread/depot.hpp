@@ -11,8 +11,8 @@
 #include "../../config.hpp"
 #include "../../stats.hpp"
 #include "../base/assert.hpp"
-#include "../chunk_map.hpp"
 #include "../base/poison.hpp"
+#include "../chunk_map.hpp"
 #include "chunk.hpp"
 #include "decay.hpp"
 #include "large.hpp"
@@ -54,11 +54,14 @@ public:
     tick(c->freed_at);
   }
 
-  /// \returns a wholly free chunk, or null.
+  /// \returns a wholly free chunk, or null (also when its decommitted pages cannot be recommitted).
   chunk* pop() noexcept {
     tick();
     chunk* c = free_;
     if (c != nullptr) {
+      if (!decay<Upstream>::on_leave(c, upstream_)) {
+        return nullptr;
+      }
       free_ = c->next;
     }
     return c;

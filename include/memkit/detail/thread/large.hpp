@@ -8,8 +8,8 @@
 #include "../../config.hpp"
 #include "../../resource.hpp"
 #include "../base/align.hpp"
-#include "../intrusive_list.hpp"
 #include "../base/poison.hpp"
+#include "../intrusive_list.hpp"
 #include "chunk.hpp"
 
 namespace memkit {

@@ -9,8 +9,8 @@
 #include "../../config.hpp"
 #include "../base/align.hpp"
 #include "../base/assert.hpp"
-#include "../free_list.hpp"
 #include "../base/poison.hpp"
+#include "../free_list.hpp"
 
 namespace memkit {
 inline namespace MEMKIT_ABI {
