@@ -78,7 +78,9 @@ void warmup::run() {
       state_.store(state::cancelled, std::memory_order_release);
       return;
     }
+    const auto case_start = clock::now();
     const measurement m = c->measure(iterations_, false);
+    const double case_s = std::chrono::duration<double>(clock::now() - case_start).count();
     auto [it, first] = reference_hash_.emplace(c->w->name, m.hash);
     if (c->variant == "std") {
       it->second = m.hash;
@@ -86,10 +88,11 @@ void warmup::run() {
     hashes.push_back({c, m.hash, m.consistent});
     std::vector<double> sorted = m.samples_us;
     std::sort(sorted.begin(), sorted.end());
-    // One call a line: stdio writes it whole, between the request log's lines on stderr.
-    std::fprintf(stderr, "warm-up [%4zu/%zu] %-24s %-24s %zu iterations  p50 %.2f us\n", warm() + 1,
-                 total(), c->w->name.c_str(), c->variant.c_str(), iterations_,
-                 sorted.empty() ? 0.0 : sorted[sorted.size() / 2]);
+    // Batch mode's progress line, and how long the case took (a stop waits for it). One call a
+    // line: stdio writes it whole, between the request log's lines on stderr.
+    std::fprintf(stderr, "warm-up [%4zu/%zu] %-24s %-24s %zu iterations  p50 %.2f us  in %.2f s\n",
+                 warm() + 1, total(), c->w->name.c_str(), c->variant.c_str(), iterations_,
+                 sorted.empty() ? 0.0 : sorted[sorted.size() / 2], case_s);
     warm_.fetch_add(1, std::memory_order_relaxed);
   }
   bool ok = true;

@@ -143,8 +143,9 @@ def liveness_test(bench):
         r["cases_warm"], r["cases_total"]))
     check_not_ready_run(s)
     g = s.gauges()
+    warm = g.get("memkit_bench_warmup_cases_warm", -1)
     if g.get("memkit_bench_ready") != 0 or g.get("memkit_bench_warmup_cases") != r["cases_total"] \
-            or not r["cases_warm"] <= g.get("memkit_bench_warmup_cases_warm", -1) < r["cases_total"]:
+            or not r["cases_warm"] <= warm < r["cases_total"]:
         fail("/metrics' warm-up gauges during the warm-up: %s" % g)
     print("readiness_test: /metrics during the warm-up: %s" % g)
     status, _, body = s.get("/healthz")
@@ -152,9 +153,10 @@ def liveness_test(bench):
         fail("/healthz later in the warm-up: %d %r" % (status, body))
     s.sigterm("during the warm-up")
     err = s.stderr_text()
-    # Batch mode's progress format, and the warm-up's end.
-    if not re.search(r"^warm-up \[   1/%d\] \S+ +\S+ +2 iterations  p50 [0-9.]+ us$" % (
-            r["cases_total"]), err, re.M) or "memkit-bench: warm-up cancelled after" not in err:
+    # Batch mode's progress format with the case's time, and the warm-up's end.
+    first = r"^warm-up \[   1/%d\] \S+ +\S+ +2 iterations  p50 [0-9.]+ us  in [0-9.]+ s$" % (
+        r["cases_total"])
+    if not re.search(first, err, re.M) or "memkit-bench: warm-up cancelled after" not in err:
         fail("no warm-up progress or cancellation on stderr: %s" % err[-2000:])
 
 
@@ -217,6 +219,13 @@ def times(bench, serve_options):
     ready = time.monotonic() - s.spawned
     print("readiness_test: listening %.3f s, /healthz ok %.3f s, /readyz 200 %.1f s after the "
           "spawn" % (s.listening - s.spawned, live, ready))
+    # The longest case bounds how long a SIGTERM during the warm-up waits: the warm-up stops
+    # between cases. Each progress line carries the case's time.
+    cases = re.findall(r"^warm-up \[ *\d+/\d+\] (\S+) +(\S+) .* in ([0-9.]+) s$",
+                       s.stderr_text(), re.M)
+    if cases:
+        longest = max(cases, key=lambda c: float(c[2]))
+        print("readiness_test: the longest case to warm up: %s / %s, %s s" % longest)
     s.sigterm("once ready")
 
 
