@@ -454,8 +454,9 @@ std::string path_label(std::string_view path) {
 }
 
 int serve(const serve_options& o, const params& p) {
-  // SIGINT and SIGTERM are blocked in every thread (the worker pool inherits the mask) and taken
-  // synchronously by the watcher below: no code runs in signal-handler context.
+  // SIGINT and SIGTERM are blocked in every thread (the connection threads and the warm-up thread
+  // inherit the mask) and taken synchronously by the watcher below: no code runs in
+  // signal-handler context.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
@@ -493,14 +494,16 @@ int serve(const serve_options& o, const params& p) {
   std::atomic<bool> warmup_failed{false};
   // The one thread that stops the server: on SIGINT or SIGTERM, or when the warm-up fails.
   std::thread watcher([&] {
-    const timespec poll{0, 100'000'000}; // 100 ms: how soon the watcher notices `done`
+    // 100 ms: how soon the watcher notices `done` or a failed warm-up.
+    const timespec poll{0, 100'000'000};
     while (!done) {
       const int sig = sigtimedwait(&stop_signals, nullptr, &poll);
       const bool stop_signal = sig == SIGINT || sig == SIGTERM;
       if (stop_signal || warm.current() == warmup::state::failed) {
         if (stop_signal) {
-          std::cerr << "memkit-bench: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
-                    << ": finishing in-flight requests\n";
+          // One write: the warm-up thread may be printing its progress meanwhile.
+          std::cerr << std::string("memkit-bench: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                           ": finishing in-flight requests\n";
         } else {
           warmup_failed = true;
         }
