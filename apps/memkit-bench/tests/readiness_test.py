@@ -13,8 +13,9 @@
                                             ready at once
   readiness_test.py times MEMKIT_BENCH [SERVE_OPTION...]
                                             by hand, not a ctest: the time from the spawn to
-                                            /healthz ok and to /readyz 200, at --scale 1 unless
-                                            SERVE_OPTIONs say otherwise
+                                            /healthz ok and to /readyz 200 of `memkit-bench serve
+                                            --port 0 SERVE_OPTION...` (the default --scale 1
+                                            unless they say otherwise), and the longest case
 
 The 1 s bound of the liveness mode is measured from the spawn (the issue's "start-up"), so it
 holds the process's own start as well as the wait for the listener; the spawn-to-listening and
@@ -52,7 +53,7 @@ class Starting:
         while not line and time.monotonic() < deadline:
             if select.select([self.proc.stdout], [], [], 0.01)[0]:
                 line = self.proc.stdout.readline()
-            elif self.proc.poll() is not None:
+            if not line and self.proc.poll() is not None:
                 fail("the server exited with status %d before listening" % self.proc.returncode)
         self.listening = time.monotonic()
         match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
@@ -212,7 +213,7 @@ def readiness_test(bench):
 
 
 def times(bench, serve_options):
-    s = Starting(bench, ["--scale", "1", "serve", "--port", "0"] + serve_options)
+    s = Starting(bench, ["serve", "--port", "0"] + serve_options)
     live = wait_for_healthz(s, SLOW_S)
     while s.readyz()[0] != 200:
         time.sleep(0.1)
@@ -221,11 +222,14 @@ def times(bench, serve_options):
           "spawn" % (s.listening - s.spawned, live, ready))
     # The longest case bounds how long a SIGTERM during the warm-up waits: the warm-up stops
     # between cases. Each progress line carries the case's time.
-    cases = re.findall(r"^warm-up \[ *\d+/\d+\] (\S+) +(\S+) .* in ([0-9.]+) s$",
-                       s.stderr_text(), re.M)
+    err = s.stderr_text()
+    cases = re.findall(r"^warm-up \[ *\d+/\d+\] (\S+) +(\S+) .* in ([0-9.]+) s$", err, re.M)
     if cases:
         longest = max(cases, key=lambda c: float(c[2]))
         print("readiness_test: the longest case to warm up: %s / %s, %s s" % longest)
+    shown = [line for line in err.splitlines()
+             if line.startswith("memkit-bench: warm") or line.startswith("warm-up [   1/")]
+    print("readiness_test: the server's first warm-up lines and its last:\n" + "\n".join(shown))
     s.sigterm("once ready")
 
 
