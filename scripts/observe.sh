@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Observe mode: installs what is missing, builds memkit-bench (Release), serves its workloads,
-# lets a real Prometheus server (Debian's `prometheus`) scrape them on loopback while
+# Observe mode: installs what is missing, builds memkit-bench (Release), serves its workloads
+# (observe.py waits until the server's /readyz answers 200: every case warm), lets a real Prometheus
+# server (Debian's `prometheus`) scrape them on loopback while
 # `memkit-bench load` drives them, then reads p50 and p99 per variant over time back through
 # PromQL and writes report/observe/observe.png and report/observe/index.html (docs/SERVE.md).
 # Arguments go to apps/memkit-bench/serve/observe.py, e.g. --seconds 10 --iters 1,100 --out DIR;

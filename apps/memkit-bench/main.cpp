@@ -40,10 +40,10 @@ int main(int argc, char** argv) {
 
   memkit::bench::serve_options so;
   CLI::App* serve = app.add_subcommand(
-      "serve", "serve the workloads over HTTP: GET /healthz, /info, /run?workload=W&variant=V&"
-               "iters=N and /metrics (Prometheus) until SIGINT or SIGTERM (docs/SERVE.md); batch "
-               "mode's workload options (--scale, --tree-depth, ...) apply, before or after "
-               "'serve'");
+      "serve", "serve the workloads over HTTP: GET /healthz, /readyz (200 once warm), /info, "
+               "/run?workload=W&variant=V&iters=N and /metrics (Prometheus) until SIGINT or "
+               "SIGTERM (docs/SERVE.md); batch mode's workload options (--scale, --tree-depth, "
+               "...) apply, before or after 'serve'");
   serve->add_option("--host", so.host, "address to listen on (default 127.0.0.1)")
       ->envname("MEMKIT_BENCH_HOST");
   serve->add_option("--port", so.port, "port to listen on, 0 for any free one (default 8080)")
@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   serve->add_flag("--log-requests{-}", so.log_requests,
                   "write one JSON line per request to stderr, or with =FILE append to FILE");
   serve->add_option("--warmup", so.warmup,
-                    "timed warm-up iterations of every served case at start-up (default 2)");
+                    "timed warm-up iterations of every served case, run after the server "
+                    "listens; /readyz answers 200 once they are done (default 2)");
 
   memkit::bench::load_options lo;
   CLI::App* load = app.add_subcommand(

@@ -176,18 +176,36 @@ def quantile_series(prom, q, workload, window, start, end, step):
     return series
 
 
+def ready(port):
+    """\\returns whether the server on `port` answers /readyz with 200 (every case warm)."""
+    try:
+        with OPENER.open("http://127.0.0.1:%d/readyz" % port, timeout=10) as r:
+            return r.status == 200
+    except urllib.error.HTTPError as e:
+        if e.code != 503:  # 503: still warming up
+            raise ObserveError("/readyz answered %d" % e.code)
+        return False
+
+
 def start_serve(bench, args):
-    """\\returns (process, port) of `memkit-bench ARGS serve --port 0` once it listens."""
+    """\\returns (process, port) of `memkit-bench ARGS serve --port 0` once /readyz is 200."""
     proc = subprocess.Popen([bench] + args, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             text=True)
     deadline = time.monotonic() + 300  # warm-up at --scale 1 takes tens of seconds
+    port = None
     while time.monotonic() < deadline and proc.poll() is None:
-        if select.select([proc.stdout], [], [], 1)[0]:
-            match = re.search(r"listening on http://[^:]+:(\d+)", proc.stdout.readline())
-            if match:
-                return proc, int(match.group(1))
+        if port is None:
+            if select.select([proc.stdout], [], [], 1)[0]:
+                match = re.search(r"listening on http://[^:]+:(\d+)", proc.stdout.readline())
+                port = int(match.group(1)) if match else None
+        elif ready(port):
+            return proc, port
+        else:
+            time.sleep(0.2)
     proc.kill()
-    raise ObserveError("memkit-bench serve did not start listening")
+    proc.wait()
+    raise ObserveError("memkit-bench serve did not start listening" if port is None else
+                       "memkit-bench serve was not ready (/readyz 200) within 300 s")
 
 
 def write_report(out, p50, p99, meta):

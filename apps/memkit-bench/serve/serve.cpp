@@ -1,4 +1,4 @@
-// apps/memkit-bench/serve/serve.cpp: serve mode: /healthz, /info, /run and /metrics over
+// apps/memkit-bench/serve/serve.cpp: serve mode: /healthz, /readyz, /info, /run and /metrics over
 // cpp-httplib, metrics through prometheus-cpp, graceful stop on SIGINT/SIGTERM.
 
 #include "serve/serve.hpp"
@@ -38,6 +38,7 @@
 #include "replacement/replacement.hpp"
 #include "serve/bounded_server.hpp"
 #include "serve/request_log.hpp"
+#include "serve/warmup.hpp"
 #include "workloads/workloads.hpp"
 
 #ifndef MEMKIT_BENCH_VERSION
@@ -88,6 +89,36 @@ prometheus::Histogram::BucketBoundaries latency_buckets() {
   return b;
 }
 
+using served_cases = std::map<std::string, std::map<std::string, const bench_case*>>;
+
+/// \returns every case of `r` that serve mode serves, by workload and variant.
+served_cases serve_from(const registry& r) {
+  served_cases served;
+  for (const auto& c : r.cases()) {
+    if (workload_not_served(c.w->name).empty() && variant_not_served(c.variant).empty()) {
+      served[c.w->name].emplace(c.variant, &c);
+    }
+  }
+  return served;
+}
+
+/// \returns the cases of `served` in the order of the map: the order they are warmed up in.
+std::vector<const bench_case*> in_order(const served_cases& served) {
+  std::vector<const bench_case*> cases;
+  for (const auto& [workload, variants] : served) {
+    for (const auto& [variant, c] : variants) {
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+/// \returns a gauge without labels, registered in `r`.
+prometheus::Gauge& unlabelled_gauge(prometheus::Registry& r, const std::string& name,
+                                    const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+}
+
 /// The bad-request answer: 400 with the message and the parameter (and value) at fault.
 void bad_request(httplib::Response& res, const std::string& parameter, const std::string& value,
                  const std::string& error) {
@@ -100,7 +131,13 @@ void bad_request(httplib::Response& res, const std::string& parameter, const std
 class service {
 public:
   service(const params& p, const serve_options& o)
-      : p_(p), o_(o), metrics_(std::make_shared<prometheus::Registry>()),
+      : p_(p), o_(o), registry_([&] {
+          registry r;
+          add_all(r, p_);
+          return r;
+        }()),
+        served_(serve_from(registry_)), warmup_(in_order(served_), o.warmup),
+        metrics_(std::make_shared<prometheus::Registry>()),
         requests_(prometheus::BuildCounter()
                       .Name("memkit_bench_http_requests_total")
                       .Help("HTTP requests answered, by path and status code")
@@ -114,62 +151,37 @@ public:
                               .Help("/run allocator workload time: the cold and the timed "
                                     "iterations of the request")
                               .Register(*metrics_)),
-        rss_(prometheus::BuildGauge()
-                 .Name("process_resident_memory_bytes")
-                 .Help("Resident memory (VmRSS), read at every scrape")
-                 .Register(*metrics_)
-                 .Add({})),
-        peak_rss_(prometheus::BuildGauge()
-                      .Name("memkit_bench_process_peak_resident_memory_bytes")
-                      .Help("Peak resident memory (VmHWM), read at every scrape")
-                      .Register(*metrics_)
-                      .Add({})),
-        in_flight_(prometheus::BuildGauge()
-                       .Name("memkit_bench_run_requests_in_flight")
-                       .Help("/run requests being handled")
-                       .Register(*metrics_)
-                       .Add({})),
+        rss_(unlabelled_gauge(*metrics_, "process_resident_memory_bytes",
+                              "Resident memory (VmRSS), read at every scrape")),
+        peak_rss_(unlabelled_gauge(*metrics_, "memkit_bench_process_peak_resident_memory_bytes",
+                                   "Peak resident memory (VmHWM), read at every scrape")),
+        in_flight_(unlabelled_gauge(*metrics_, "memkit_bench_run_requests_in_flight",
+                                    "/run requests being handled")),
+        cases_warm_(unlabelled_gauge(*metrics_, "memkit_bench_warmup_cases_warm",
+                                     "Served cases the warm-up has run so far")),
+        cases_(unlabelled_gauge(*metrics_, "memkit_bench_warmup_cases",
+                                "Served cases the warm-up runs")),
+        ready_(unlabelled_gauge(*metrics_, "memkit_bench_ready",
+                                "1 once every served case is warm (/readyz answers 200), else 0")),
         workers_(static_cast<std::ptrdiff_t>(std::max(1u, o.workers))) {
     if (!o.log_requests.empty()) {
       log_.emplace(o.log_requests);
     }
-    add_all(registry_, p_);
-    for (const auto& c : registry_.cases()) {
-      if (workload_not_served(c.w->name).empty() && variant_not_served(c.variant).empty()) {
-        served_[c.w->name].emplace(c.variant, &c);
-      }
-    }
+    cases_.Set(static_cast<double>(warmup_.total()));
   }
 
-  /// Runs every served case `o_.warmup` timed iterations and records each workload's reference
-  /// hash (std's). \returns false if a variant's hash disagrees with it.
-  bool warm_up() {
-    bool ok = true;
-    for (const auto& [workload, variants] : served_) {
-      for (const auto& [variant, c] : variants) {
-        const measurement m = c->measure(o_.warmup, false);
-        auto [it, first] = reference_hash_.emplace(workload, m.hash);
-        if (variant == "std") {
-          it->second = m.hash;
-        }
-        warm_hashes_.push_back({workload, variant, m.hash, m.consistent});
-      }
-    }
-    for (const auto& w : warm_hashes_) {
-      if (!w.consistent || w.hash != reference_hash_[w.workload]) {
-        std::cerr << "memkit-bench: ERROR: warm-up of " << w.workload << " / " << w.variant
-                  << ": result hash disagrees with std's\n";
-        ok = false;
-      }
-    }
-    rss_after_warmup_kib_ = rss_kib();
-    return ok;
-  }
+  warmup& warm_up() noexcept { return warmup_; }
 
   void install(httplib::Server& svr) {
     const std::map<std::string_view, httplib::Server::Handler> handlers{
         {"/healthz", [](const httplib::Request&,
                         httplib::Response& res) { res.set_content("ok\n", "text/plain"); }},
+        {"/readyz",
+         [this](const httplib::Request&, httplib::Response& res) {
+           const json body = readiness();
+           res.status = body.at("ready").get<bool>() ? 200 : 503;
+           res.set_content(body.dump(), "application/json");
+         }},
         {"/info",
          [this](const httplib::Request&, httplib::Response& res) {
            res.set_content(info().dump(1), "application/json");
@@ -178,6 +190,10 @@ public:
          [this](const httplib::Request& req, httplib::Response& res) { answer_run(req, res); }},
         {"/metrics", [this](const httplib::Request&, httplib::Response& res) {
            rss_.Set(static_cast<double>(rss_kib()) * 1024);
+           // State before count: once ready is read as 1, the count read after it is the total.
+           const bool ready = warmup_.current() == warmup::state::ready;
+           ready_.Set(ready ? 1 : 0);
+           cases_warm_.Set(static_cast<double>(warmup_.warm()));
            peak_rss_.Set(static_cast<double>(peak_rss_kib()) * 1024);
            res.set_content(prometheus::TextSerializer().Serialize(metrics_->Collect()),
                            "text/plain; version=0.0.4");
@@ -226,12 +242,19 @@ public:
   }
 
 private:
-  struct warm_hash {
-    std::string workload;
-    std::string variant;
-    std::uint64_t hash;
-    bool consistent;
-  };
+  /// /readyz's body: the warm-up's state and progress.
+  json readiness() const {
+    const warmup::state state = warmup_.current();
+    json body = {{"ready", state == warmup::state::ready},
+                 {"state", warmup::name(state)},
+                 {"cases_warm", warmup_.warm()},
+                 {"cases_total", warmup_.total()},
+                 {"warmup_iterations", warmup_.iterations()}};
+    if (const bench_case* c = warmup_.running()) {
+      body["warming"] = {{"workload", c->w->name}, {"variant", c->variant}};
+    }
+    return body;
+  }
 
   json info() const {
     const run_info machine = describe_run();
@@ -289,7 +312,9 @@ private:
         {"workloads", workloads},
         {"not_served", not_served},
         {"rss_kib", rss_kib()},
-        {"rss_after_warmup_kib", rss_after_warmup_kib_}};
+        {"rss_after_warmup_kib", warmup_.current() == warmup::state::ready
+                                     ? json(warmup_.rss_after_kib())
+                                     : json(nullptr)}};
   }
 
   /// \returns the case `req` names, or null after answering 400.
@@ -337,6 +362,18 @@ private:
   /// answer is written, summarised exactly as a batch row.
   void answer_run(const httplib::Request& req, httplib::Response& res) {
     using clock = std::chrono::steady_clock;
+    // Before every case is warm a measurement would be cold, and there is no reference hash yet:
+    // 503 at once, without waiting for a worker.
+    if (warmup_.current() != warmup::state::ready) {
+      const json readyz = readiness();
+      const std::string error = "not ready: warm-up " + readyz.at("state").get<std::string>() +
+                                ", " + readyz.at("cases_warm").dump() + " of " +
+                                readyz.at("cases_total").dump() + " cases warm (GET /readyz)";
+      res.status = 503;
+      res.set_header("Retry-After", "1"); // seconds; a poll of /readyz tells when exactly
+      res.set_content(json{{"error", error}, {"readiness", readyz}}.dump(), "application/json");
+      return;
+    }
     // o_.workers requests run at once however many connections are open; the wait for a slot
     // is queueing, left out of the histograms as before.
     workers_.acquire();
@@ -372,7 +409,9 @@ private:
       workload_us += us;
     }
     result r = summarize(*c->w, c->variant, ms);
-    r.hash_ok = r.hash_ok && r.hash.value == reference_hash_.at(r.workload);
+    if (const auto reference = warmup_.reference_hash(r.workload)) {
+      r.hash_ok = r.hash_ok && r.hash.value == *reference;
+    }
     res.set_content(json(r).dump(), "application/json");
     // A pair's histograms appear with its first request: all ~150 pairs' empty buckets would make
     // every scrape over a megabyte.
@@ -386,10 +425,8 @@ private:
   params p_;
   serve_options o_;
   registry registry_;
-  std::map<std::string, std::map<std::string, const bench_case*>> served_;
-  std::map<std::string, std::uint64_t> reference_hash_;
-  std::vector<warm_hash> warm_hashes_;
-  std::size_t rss_after_warmup_kib_ = 0;
+  served_cases served_;
+  warmup warmup_;
   std::shared_ptr<prometheus::Registry> metrics_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& request_seconds_;
@@ -398,6 +435,9 @@ private:
   prometheus::Gauge& rss_;
   prometheus::Gauge& peak_rss_;
   prometheus::Gauge& in_flight_;
+  prometheus::Gauge& cases_warm_;
+  prometheus::Gauge& cases_;
+  prometheus::Gauge& ready_;
   std::counting_semaphore<> workers_;
   std::optional<request_log> log_;
 };
@@ -414,8 +454,9 @@ std::string path_label(std::string_view path) {
 }
 
 int serve(const serve_options& o, const params& p) {
-  // SIGINT and SIGTERM are blocked in every thread (the worker pool inherits the mask) and taken
-  // synchronously by the watcher below: no code runs in signal-handler context.
+  // SIGINT and SIGTERM are blocked in every thread (the connection threads and the warm-up thread
+  // inherit the mask) and taken synchronously by the watcher below: no code runs in
+  // signal-handler context.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
@@ -427,10 +468,6 @@ int serve(const serve_options& o, const params& p) {
     s.emplace(p, o);
   } catch (const std::runtime_error& e) {
     std::cerr << "memkit-bench: ERROR: " << e.what() << "\n";
-    return 1;
-  }
-  std::cerr << "memkit-bench: warming up (" << o.warmup << " iterations of every served case)\n";
-  if (!s->warm_up()) {
     return 1;
   }
   const unsigned workers = std::max(1u, o.workers);
@@ -448,15 +485,29 @@ int serve(const serve_options& o, const params& p) {
   std::printf("memkit-bench: listening on http://%s:%d (%u workers, %zu connections)\n",
               o.host.c_str(), port, workers, max_connections);
   std::fflush(stdout);
+  // Connections wait in the listen backlog until listen_after_bind below accepts them, a moment
+  // from now: /healthz answers while the warm-up runs on its own thread, /readyz once it is done.
+  warmup& warm = s->warm_up();
+  warm.start();
 
   std::atomic<bool> done{false};
+  std::atomic<bool> warmup_failed{false};
+  // The one thread that stops the server: on SIGINT or SIGTERM, or when the warm-up fails.
   std::thread watcher([&] {
-    const timespec poll{0, 100'000'000}; // 100 ms: how soon the watcher notices `done`
+    // 100 ms: how soon the watcher notices `done` or a failed warm-up.
+    const timespec poll{0, 100'000'000};
     while (!done) {
       const int sig = sigtimedwait(&stop_signals, nullptr, &poll);
-      if (sig == SIGINT || sig == SIGTERM) {
-        std::cerr << "memkit-bench: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
-                  << ": finishing in-flight requests\n";
+      const bool stop_signal = sig == SIGINT || sig == SIGTERM;
+      if (stop_signal || warm.current() == warmup::state::failed) {
+        if (stop_signal) {
+          // One write: the warm-up thread may be printing its progress meanwhile.
+          std::cerr << std::string("memkit-bench: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                           ": finishing in-flight requests\n";
+        } else {
+          warmup_failed = true;
+        }
+        warm.cancel();
         // A stop before listen_after_bind has started would be lost: wait until it runs.
         while (!done && !svr.is_running()) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -470,8 +521,10 @@ int serve(const serve_options& o, const params& p) {
   const bool stopped_cleanly = svr.listen_after_bind();
   done = true;
   watcher.join();
+  warm.cancel(); // if listening failed; after a stop it already is
+  warm.join();   // after the case it is running
   std::cerr << "memkit-bench: stopped\n";
-  return stopped_cleanly ? 0 : 1;
+  return stopped_cleanly && !warmup_failed ? 0 : 1;
 }
 
 } // namespace memkit::bench

@@ -13,8 +13,8 @@
 namespace memkit::bench {
 
 /// Every path serve mode answers (GET only), in the order /info lists them.
-inline constexpr std::array<std::string_view, 4> served_paths{"/healthz", "/info", "/run",
-                                                              "/metrics"};
+inline constexpr std::array<std::string_view, 5> served_paths{"/healthz", "/readyz", "/info",
+                                                              "/run", "/metrics"};
 
 /// \returns `path` if it is served, else "other": the bounded set of values of /metrics' `path`
 /// label, under which the load client counts its requests too.
@@ -29,13 +29,15 @@ struct serve_options {
   std::string host = "127.0.0.1";
   int port = 8080;        ///< 0: any free port (the bound port is printed on stdout)
   unsigned workers = 4;   ///< /run requests that run at once
-  std::size_t warmup = 2; ///< timed warm-up iterations of every served case before listening
+  std::size_t warmup = 2; ///< timed warm-up iterations of every served case before /readyz is 200
   std::size_t max_connections = 512; ///< connections served at once, a thread each
   std::string log_requests;          ///< the JSON request log: a file, "-" for stderr, "" for none
 };
 
 /// Serves the workloads of `p` until SIGINT or SIGTERM, then lets in-flight requests finish.
-/// \returns the process's exit status: 0 after a graceful stop, 1 if the server could not start.
+/// Listens before the warm-up, which runs beside the listener (serve/warmup.hpp). \returns the
+/// process's exit status: 0 after a graceful stop (during the warm-up too), 1 if the server could
+/// not start or a variant's warm-up hash disagreed with std's.
 int serve(const serve_options& o, const params& p);
 
 struct load_options {

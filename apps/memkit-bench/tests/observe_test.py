@@ -151,8 +151,16 @@ def request_log_test(bench):
     s.stop()
     lines = read_log(log_path)
     shutil.rmtree(workdir)
+    # Server polls /readyz until the warm-up is done (503s, then a 200), then reads the served
+    # paths from /info.
+    polls = 0
+    while polls < len(lines) and lines[polls]["path"] == "/readyz":
+        polls += 1
+    statuses = [line["status"] for line in lines[:polls]]
+    if polls == 0 or statuses != [503] * (polls - 1) + [200]:
+        fail("the log's first lines are /readyz %s, wanted 503s then a 200" % statuses)
+    lines = lines[polls:]
     want = [
-        # Server reads the served paths from /info as it starts.
         {"method": "GET", "path": "/info", "workload": None, "variant": None,
          "iterations": None, "status": 200},
         {"method": "GET", "path": "/healthz", "workload": None, "variant": None,

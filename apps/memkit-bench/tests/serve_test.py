@@ -57,7 +57,7 @@ class Server:
              str(LOAD_CONNECTIONS), "--warmup", "1", *serve_options],
             stdout=subprocess.PIPE, text=True, env=env)
         SERVERS.append(self.proc)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 120  # for the listening line and the warm-up
         line = ""
         while not line and time.monotonic() < deadline:
             ready, _, _ = select.select([self.proc.stdout], [], [], 1)
@@ -71,10 +71,19 @@ class Server:
             fail("no 'listening on' line from the server: %r" % line)
         self.port = int(match.group(1))
         print("serve_test: server pid %d on port %d" % (self.proc.pid, self.port))
+        self.sent = {}  # (path label, code) -> requests this script made
+        self.paths = ["/readyz", "/info"]  # until /info lists them all
+        # It listens at once and warms up beside the listener: /run answers 503 until /readyz
+        # answers 200.
+        polls = 0
+        while self.get("/readyz")[0] != 200:
+            polls += 1
+            if time.monotonic() > deadline:
+                fail("/readyz not 200 within 120 s")
+            time.sleep(0.05)
+        print("serve_test: /readyz 200 after %d polls that answered 503" % polls)
         # The served paths, as /info lists them: the server counts every other path as "other".
-        with OPENER.open("http://127.0.0.1:%d/info" % self.port, timeout=120) as r:
-            self.paths = json.loads(r.read().decode())["paths"]
-        self.sent = {("/info", "200"): 1}  # (path label, code) -> requests this script made
+        self.paths = json.loads(self.get("/info")[1])["paths"]
 
     def get(self, target):
         """\\returns (status, body) and counts the request as the server does."""
