@@ -5,6 +5,7 @@
 // the array, so it frees blocks that a thread which no longer exists allocated ("bleeding", as
 // the paper calls it). docs/workloads.md#larson.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -20,8 +21,9 @@ namespace memkit::bench {
 namespace {
 
 /// The live blocks of each server thread, and their sizes: the arguments the published allocator
-/// comparisons run it with (8 to 1000 bytes, 5000 blocks a thread).
-constexpr std::size_t live_blocks = 5000;
+/// comparisons run it with (8 to 1000 bytes, 5000 blocks a thread). A --scale below 1 shrinks
+/// the live set with the operations, so the smoke test's tiny scale stays quick.
+constexpr std::size_t max_live_blocks = 5000;
 constexpr int min_size = 8;
 constexpr int max_size = 1000;
 /// Replacements one thread makes before it hands its array on. The original's threads make 100
@@ -55,7 +57,7 @@ void replace(Policy& policy, server_slot& s, stamped_block& b) {
 template <class Policy>
 void run_generation(Policy& policy, server_slot& s, std::size_t k, std::size_t ops) {
   for (std::size_t i = 0; i < ops; ++i) {
-    replace(policy, s, s.blocks[s.g.next() % live_blocks]);
+    replace(policy, s, s.blocks[s.g.next() % s.blocks.size()]);
   }
   if (k + 1 < s.generations.size()) {
     s.generations[k + 1] =
@@ -66,13 +68,13 @@ void run_generation(Policy& policy, server_slot& s, std::size_t k, std::size_t o
 /// `slots` server threads at a time, each slot's array turned over by `generations` threads of
 /// `ops` replacements. The measuring thread allocates every slot's first blocks and frees the
 /// last generation's, as in the original, where the main thread fills the arrays.
-auto churn(std::size_t slots, std::size_t generations, std::size_t ops) {
-  return [slots, generations, ops](auto& policy, std::string&) {
+auto churn(std::size_t slots, std::size_t live, std::size_t generations, std::size_t ops) {
+  return [slots, live, generations, ops](auto& policy, std::string&) {
     std::vector<server_slot> s;
     s.reserve(slots);
     for (std::size_t t = 0; t < slots; ++t) {
       server_slot& slot = s.emplace_back(t, generations);
-      slot.blocks.resize(live_blocks);
+      slot.blocks.resize(live);
       for (stamped_block& b : slot.blocks) {
         b.size = static_cast<std::size_t>(slot.g.between(min_size, max_size));
         b.p = policy.allocate(b.size, stamped_alignment);
@@ -102,17 +104,18 @@ auto churn(std::size_t slots, std::size_t generations, std::size_t ops) {
 
 void add_larson(registry& r, const params& p) {
   const std::size_t per_slot = p.scaled(100'000);
+  const std::size_t live = std::min(max_live_blocks, p.scaled(max_live_blocks));
   const std::size_t ops = per_slot < ops_per_thread ? per_slot : ops_per_thread;
   const std::size_t generations = (per_slot + ops - 1) / ops;
   for (const unsigned n : {2u, 4u}) {
     const workload& w = r.add_workload(
         {threaded_name("larson", n), "operations", static_cast<double>(n * generations * ops), 5,
          std::to_string(n) + " server threads at a time, each replacing a random one of " +
-             std::to_string(live_blocks) + " live blocks of " + std::to_string(min_size) + "-" +
+             std::to_string(live) + " live blocks of " + std::to_string(min_size) + "-" +
              std::to_string(max_size) + " bytes " + std::to_string(ops) +
              " times, then handing its blocks to a new thread and exiting (" +
              std::to_string(generations) + " threads per server)"});
-    add_general_purpose(r, w, {}, churn(n, generations, ops));
+    add_general_purpose(r, w, {}, churn(n, live, generations, ops));
   }
 }
 
