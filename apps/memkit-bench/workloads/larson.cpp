@@ -105,7 +105,7 @@ auto churn(std::size_t slots, std::size_t live, std::size_t generations, std::si
 void add_larson(registry& r, const params& p) {
   const std::size_t per_slot = p.scaled(100'000);
   const std::size_t live = std::min(max_live_blocks, p.scaled(max_live_blocks));
-  const std::size_t ops = per_slot < ops_per_thread ? per_slot : ops_per_thread;
+  const std::size_t ops = std::min(per_slot, ops_per_thread);
   const std::size_t generations = (per_slot + ops - 1) / ops;
   for (const unsigned n : {2u, 4u}) {
     const workload& w = r.add_workload(
