@@ -21,11 +21,14 @@ std::string fault(const target& t) {
   if (t.workload.empty() || t.candidate.empty() || t.baseline.empty()) {
     return "a target needs a workload, a candidate and a baseline";
   }
-  if (t.statistic != "p50" && t.statistic != "p99") {
-    return "statistic '" + t.statistic + "' is neither p50 nor p99";
-  }
-  if ((t.ratio_at_least > 0) == (t.ratio_above > 0)) {
-    return "a target needs exactly one of ratio_at_least and ratio_above, above 0";
+  if (t.statistic == "peak_rss") {
+    if (!(t.ratio_at_most > 0) || t.ratio_at_least != 0 || t.ratio_above != 0) {
+      return "a peak_rss target needs ratio_at_most, above 0, and no other ratio";
+    }
+  } else if (t.statistic != "p50" && t.statistic != "p99") {
+    return "statistic '" + t.statistic + "' is none of p50, p99 and peak_rss";
+  } else if ((t.ratio_at_least > 0) == (t.ratio_above > 0) || t.ratio_at_most != 0) {
+    return "a time target needs exactly one of ratio_at_least and ratio_above, above 0";
   }
   if (t.source.empty()) {
     return "a target needs its source, in plain words";
@@ -34,6 +37,9 @@ std::string fault(const target& t) {
 }
 
 double statistic(const result& r, const std::string& name) {
+  if (name == "peak_rss") {
+    return static_cast<double>(r.peak_rss_kib);
+  }
   return name == "p99" ? r.p99_us : r.p50_us;
 }
 
@@ -56,6 +62,10 @@ const result* find(const std::vector<result>& rows, const std::string& workload,
 /// "json-tree: the fastest memkit-* at least 1.6x std at p50".
 std::string describe(const target& t) {
   const bool group = t.candidate.back() == '*';
+  if (t.statistic == "peak_rss") {
+    return t.workload + ": " + t.candidate + "'s peak RSS at most " + fixed(t.ratio_at_most, 1) +
+           "x " + t.baseline + "'s";
+  }
   const std::string relation =
       t.ratio_above > 0
           ? (t.ratio_above == 1 ? "faster than" : "more than " + fixed(t.ratio_above, 2) + "x")
@@ -98,6 +108,16 @@ std::vector<target_check> check_targets(const std::vector<target>& targets,
     }
     const double mine = statistic(*candidate, t.statistic);
     const double theirs = statistic(*baseline, t.statistic);
+    if (t.statistic == "peak_rss") {
+      // A baseline that grew by nothing is met only by a candidate that grew by nothing.
+      const bool met = mine <= t.ratio_at_most * theirs;
+      out.push_back({describe(t), met,
+                     candidate->variant + " " + (theirs > 0 ? fixed(mine / theirs, 2) : "-") +
+                         "x (" + fixed(mine, 0) + " KiB vs " + baseline->variant + " " +
+                         fixed(theirs, 0) + " KiB)",
+                     t.source, t.background});
+      continue;
+    }
     const double ratio = mine > 0 ? theirs / mine : 0;
     const bool met = t.ratio_above > 0 ? ratio > t.ratio_above : ratio >= t.ratio_at_least;
     out.push_back({describe(t), met,

@@ -12,21 +12,25 @@
 
 namespace memkit::bench {
 
-/// One speed target: `candidate` against `baseline` on `workload`, the ratio of the baseline's
-/// `statistic` to the candidate's at least `ratio_at_least` (or above `ratio_above`).
+/// One target: `candidate` against `baseline` on `workload`. For a time (`statistic` "p50" or
+/// "p99"), the ratio of the baseline's time to the candidate's at least `ratio_at_least` (or above
+/// `ratio_above`); for "peak_rss", the candidate's peak RSS at most `ratio_at_most` times the
+/// baseline's.
 struct target {
   std::string workload;
   std::string candidate; ///< a variant, or a prefix ending in '*': the fastest such at p50
   std::string baseline;  ///< a variant
-  std::string statistic; ///< "p50" or "p99"
+  std::string statistic; ///< "p50", "p99" or "peak_rss"
   double ratio_at_least = 0;
   double ratio_above = 0;
-  std::string source;     ///< where the bar comes from, in plain words
-  std::string background; ///< the section of docs/background.md with the published figures
+  double ratio_at_most = 0; ///< peak_rss only
+  std::string source;       ///< where the bar comes from, in plain words
+  std::string background;   ///< the section of docs/background.md with the published figures
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(target, workload, candidate, baseline, statistic,
-                                                ratio_at_least, ratio_above, source, background)
+                                                ratio_at_least, ratio_above, ratio_at_most, source,
+                                                background)
 
 /// A target checked on a run, as the results' "targets" list holds it.
 struct target_check {

@@ -17,6 +17,14 @@ void add_false_sharing(registry& r, const params& p);
 void add_huge_pages(registry& r, const params& p);
 void add_threads(registry& r, const params& p);
 void add_cache_lines(registry& r, const params& p);
+// The stresses the allocator field judges itself by (docs/workloads.md), one file each.
+void add_larson(registry& r, const params& p);
+void add_xmalloc(registry& r, const params& p);
+void add_glibc_simple(registry& r, const params& p);
+void add_pareto(registry& r, const params& p);
+void add_large_blocks(registry& r, const params& p);
+void add_leak_on_exit(registry& r, const params& p);
+void add_realloc_growth(registry& r, const params& p);
 
 /// Every workload, in the order the tables show them.
 inline void add_all(registry& r, const params& p) {
@@ -30,6 +38,13 @@ inline void add_all(registry& r, const params& p) {
   add_huge_pages(r, p);
   add_threads(r, p);
   add_cache_lines(r, p);
+  add_larson(r, p);
+  add_xmalloc(r, p);
+  add_glibc_simple(r, p);
+  add_pareto(r, p);
+  add_large_blocks(r, p);
+  add_leak_on_exit(r, p);
+  add_realloc_growth(r, p);
 }
 
 } // namespace memkit::bench
