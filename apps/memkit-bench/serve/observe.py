@@ -191,7 +191,7 @@ def start_serve(bench, args):
     """\\returns (process, port) of `memkit-bench ARGS serve --port 0` once /readyz is 200."""
     proc = subprocess.Popen([bench] + args, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             text=True)
-    deadline = time.monotonic() + 300  # warm-up at --scale 1 takes tens of seconds
+    deadline = time.monotonic() + 300  # warm-up at --scale 1: 16-19 s on two cores (docs/SERVE.md)
     port = None
     while time.monotonic() < deadline and proc.poll() is None:
         if port is None:

@@ -2,7 +2,7 @@
 """memkit-bench serve mode while it warms up: liveness at once, readiness when warm (docs/SERVE.md,
 "Liveness and readiness").
 
-  readiness_test.py liveness MEMKIT_BENCH   at --scale 1 (tens of seconds of warm-up): /healthz
+  readiness_test.py liveness MEMKIT_BENCH   at --scale 1 (over 10 s of warm-up): /healthz
                                             answers ok within 1 s of the spawn; meanwhile /readyz
                                             and /run answer 503 (/run with Retry-After), /metrics
                                             200 with the warm-up gauges, stderr shows the progress;
