@@ -1,13 +1,16 @@
-// The global replacement's engine (src/heap.cpp, src/os_upstream.cpp) linked into a plain test
-// program, so the sanitizer builds check it too: a sanitizer runtime owns malloc, so there the
-// replacement cannot be preloaded (tests/replacement runs the preloaded library in the optimized
-// build). The same program runs twice: as is, and with MEMKIT_OPTIONS=debug:1 for the Debug tests.
+// The global replacement's engine (src/'s memkit_engine_checked: every file but the entry points)
+// linked into a plain test program, so the sanitizer builds check it too: a sanitizer runtime owns
+// malloc, so there the replacement cannot be preloaded (tests/replacement runs the preloaded
+// library in the optimized build). The same program runs twice: as is, and with
+// MEMKIT_OPTIONS=debug:1 for the Debug tests.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include "heap.hpp"
+#include "internal.hpp"
 #include "memkit/error.hpp"
 #include "memkit/replacement.h"
 
@@ -410,6 +414,30 @@ TEST(ReplacementEngine, OptionsAreParsedAndUnknownOnesReported) {
   const std::string long_path = "stats:/" + std::string(2000, 'a');
   EXPECT_EQ(mr::parse_options(long_path.c_str()).mode, mr::mode_fast);
   EXPECT_NE(testing::internal::GetCapturedStderr().find("path too long in"), std::string::npos);
+}
+
+TEST(ReplacementEngine, DocsListEveryOptionAsTheTableSays) {
+  char table[4096];
+  const std::size_t n = mr::write_options_table(table, sizeof table);
+  ASSERT_LT(n, sizeof table);
+  std::ifstream in(MEMKIT_SOURCE_DIR "/docs/options.md");
+  ASSERT_TRUE(in) << "docs/options.md";
+  const std::string doc{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_NE(doc.find(table), std::string::npos)
+      << "docs/options.md must hold the options table as src/options.cpp makes it:\n"
+      << table;
+  // Every option the table has is one the parser takes.
+  for (std::size_t i = 0; i < mr::option_count; ++i) {
+    testing::internal::CaptureStderr();
+    mr::parse_options(
+        (std::string(mr::options[i].name) + ":" + mr::options[i].default_value).c_str());
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << mr::options[i].name;
+  }
+  testing::internal::CaptureStderr();
+  mr::parse_options("bogus:1");
+  EXPECT_NE(testing::internal::GetCapturedStderr().find(
+                "(known: stats:0|1|PATH, debug:0|1, quarantine:BYTES[k|m|g])"),
+            std::string::npos);
 }
 
 TEST(ReplacementEngine, StatsJsonIsOneObjectAndTruncatesSafely) {

@@ -1,0 +1,71 @@
+// src/init.cpp: the replacement's start-up (the heap made on the first call of any entry point,
+// without allocating, then published) and its fork handlers.
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <thread>
+
+#include <pthread.h>
+
+#include "internal.hpp"
+
+namespace memkit::replacement {
+
+runtime_options chosen;
+
+namespace {
+
+thread_cached_options heap_options() noexcept {
+  thread_cached_options o;
+  o.max_class_size = detail::thread::max_class_size;
+  return o;
+}
+
+// Every lock the heap has, taken before fork and released after it in both processes, so the
+// child never inherits one held by a thread it does not have. The child keeps the other threads'
+// heaps as they were: their blocks stay valid and free normally; what those threads cached is
+// not reused in the child.
+void before_fork() noexcept {
+  lock_quarantine();
+  detail::thread::registry::get().prepare_fork();
+  the_heap.load(std::memory_order_relaxed)->lock_all();
+}
+
+void after_fork() noexcept {
+  the_heap.load(std::memory_order_relaxed)->unlock_all();
+  detail::thread::registry::get().after_fork();
+  unlock_quarantine();
+}
+
+std::atomic<int> heap_state{0}; // 0: none, 1: being made, 2: made
+
+} // namespace
+
+global_heap::global_heap() noexcept : thread_cached(os_upstream{}, heap_options()) {}
+
+global_heap* make_heap() noexcept {
+  int expected = 0;
+  if (heap_state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
+    // The first call of all. getenv allocates nothing.
+    chosen = parse_options(std::getenv("MEMKIT_OPTIONS"));
+    the_mode = chosen.mode;
+    remember_stderr();
+    auto* h = ::new (heap_storage) global_heap;
+    h->on_detach([]() noexcept { me.heap = nullptr; });
+    char* const arena = h->upstream().reserve_arena();
+    the_heap.store(h, std::memory_order_release);
+    if (the_mode == mode_fast && arena != nullptr) {
+      fast_arena.store(detail::address(arena), std::memory_order_relaxed);
+    }
+    heap_state.store(2, std::memory_order_release);
+    // Registering may allocate: the heap is published first, so that call is served normally.
+    ::pthread_atfork(&before_fork, &after_fork, &after_fork);
+    return h;
+  }
+  while (heap_state.load(std::memory_order_acquire) != 2) {
+    std::this_thread::yield();
+  }
+  return the_heap.load(std::memory_order_acquire);
+}
+
+} // namespace memkit::replacement

@@ -1,0 +1,179 @@
+// src/stats.cpp: stats:1 (docs/REPLACEMENT.md, "Options"): per-thread counter slots, the JSON
+// line, written without allocating at exit, only to the stderr the program started with or to
+// stats:PATH, and memkit_stats_json.
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.hpp"
+#include "memkit/replacement.h"
+
+namespace memkit::replacement {
+
+void write_all(int fd, const char* s, std::size_t n) noexcept {
+  while (n != 0) {
+    const ssize_t w = ::write(fd, s, n);
+    if (w <= 0) {
+      if (w < 0 && errno == EINTR) {
+        continue;
+      }
+      return;
+    }
+    s += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void write_stderr(const char* s) noexcept { write_all(STDERR_FILENO, s, std::strlen(s)); }
+
+namespace {
+
+// Threads count into one of these by a slot taken on their first call: no line is written by two
+// threads unless more threads than slots run, and then the atomics keep the sums exact.
+struct alignas(cache_line_size) counter_slot {
+  std::atomic<std::size_t> allocations{0};
+  std::atomic<std::size_t> deallocations{0};
+  std::atomic<std::size_t> bytes_allocated{0};
+  std::atomic<std::size_t> bytes_freed{0};
+  std::atomic<std::size_t> large{0};
+};
+constexpr std::size_t counter_slots = 64;
+counter_slot counters[counter_slots];
+std::atomic<std::size_t> next_counter_slot{0};
+std::atomic<std::size_t> foreign_frees{0};
+thread_local std::size_t my_counter_slot = counter_slots;
+
+counter_slot& my_counters() noexcept {
+  if (my_counter_slot == counter_slots) {
+    my_counter_slot = next_counter_slot.fetch_add(1, std::memory_order_relaxed) % counter_slots;
+  }
+  return counters[my_counter_slot];
+}
+
+} // namespace
+
+void count_allocation(std::size_t usable) noexcept {
+  counter_slot& s = my_counters();
+  s.allocations.fetch_add(1, std::memory_order_relaxed);
+  s.bytes_allocated.fetch_add(usable, std::memory_order_relaxed);
+  if (usable > detail::thread::max_class_size) {
+    s.large.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void count_deallocation(std::size_t usable) noexcept {
+  counter_slot& s = my_counters();
+  s.deallocations.fetch_add(1, std::memory_order_relaxed);
+  s.bytes_freed.fetch_add(usable, std::memory_order_relaxed);
+}
+
+namespace {
+
+// Which file descriptor 2 was when the program started (its first allocation, or this library's
+// constructor if that came first): the stats line goes there only while descriptor 2 is still
+// that file, never into one the program opened after closing its stderr.
+std::atomic<bool> stderr_remembered{false};
+bool stderr_known = false;
+dev_t stderr_device = 0;
+ino_t stderr_inode = 0;
+
+} // namespace
+
+void remember_stderr() noexcept {
+  if (stderr_remembered.exchange(true, std::memory_order_acq_rel)) {
+    return;
+  }
+  struct stat st {};
+  if (::fstat(STDERR_FILENO, &st) == 0) {
+    stderr_device = st.st_dev;
+    stderr_inode = st.st_ino;
+    stderr_known = true;
+  }
+}
+
+namespace {
+
+__attribute__((constructor)) void remember_stderr_at_start() noexcept { remember_stderr(); }
+
+bool stderr_is_the_programs() noexcept {
+  struct stat st {};
+  return stderr_known && ::fstat(STDERR_FILENO, &st) == 0 && st.st_dev == stderr_device &&
+         st.st_ino == stderr_inode;
+}
+
+// Runs after the program's own exit handlers and static destructors (this library's destructor
+// runs last, as it was loaded or linked first), so their frees are counted.
+__attribute__((destructor)) void print_stats_at_exit() noexcept {
+  if ((the_mode & mode_stats) == 0) {
+    return;
+  }
+  char line[512];
+  const std::size_t n = stats_json(line, sizeof(line) - 1);
+  const std::size_t length = n < sizeof(line) - 2 ? n : sizeof(line) - 2;
+  line[length] = '\n';
+  if (chosen.stats_path[0] != '\0') {
+    // O_APPEND: each process of a program that forks or runs others adds its own line.
+    const int fd = ::open(chosen.stats_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      write_all(fd, line, length + 1);
+      ::close(fd);
+    }
+  } else if (stderr_is_the_programs()) {
+    write_all(STDERR_FILENO, line, length + 1);
+  }
+}
+
+} // namespace
+
+void count_foreign_free() noexcept { foreign_frees.fetch_add(1, std::memory_order_relaxed); }
+
+std::size_t stats_json(char* out, std::size_t size) noexcept {
+  std::size_t allocations = 0;
+  std::size_t deallocations = 0;
+  std::size_t bytes_allocated = 0;
+  std::size_t bytes_freed = 0;
+  std::size_t large = 0;
+  for (const counter_slot& s : counters) {
+    allocations += s.allocations.load(std::memory_order_relaxed);
+    deallocations += s.deallocations.load(std::memory_order_relaxed);
+    bytes_allocated += s.bytes_allocated.load(std::memory_order_relaxed);
+    bytes_freed += s.bytes_freed.load(std::memory_order_relaxed);
+    large += s.large.load(std::memory_order_relaxed);
+  }
+  std::size_t heaps = 0;
+  std::size_t mapped = 0;
+  std::size_t peak_mapped = 0;
+  if (global_heap* h = the_heap.load(std::memory_order_acquire); h != nullptr) {
+    heaps = h->heap_count();
+    h->lock_all(); // the upstream's lock
+    mapped = h->upstream().mapped();
+    peak_mapped = h->upstream().peak_mapped();
+    h->unlock_all();
+  }
+  line_writer w{out, size};
+  w.put("{\"memkit\":{");
+  w.field("allocations", allocations, true);
+  w.field("deallocations", deallocations);
+  w.field("bytes_in_use", bytes_allocated - bytes_freed);
+  w.field("large_allocations", large);
+  w.field("foreign_frees", foreign_frees.load(std::memory_order_relaxed));
+  w.field("heaps", heaps);
+  w.field("mapped_bytes", mapped);
+  w.field("peak_mapped_bytes", peak_mapped);
+  w.put("}}");
+  if (size != 0) {
+    out[w.length < size ? w.length : size - 1] = '\0';
+  }
+  return w.length;
+}
+
+} // namespace memkit::replacement
+
+extern "C" __attribute__((visibility("default"))) size_t memkit_stats_json(char* buffer,
+                                                                           size_t size) {
+  return memkit::replacement::stats_json(buffer, size);
+}
