@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include "heap.hpp"
+#include "memkit/detail/text_writer.hpp"
 
 #pragma GCC visibility push(hidden)
 
 namespace memkit::replacement {
+
+using detail::text_writer;
 
 /// The name misuse reports give the replacement's heap.
 inline constexpr const char* heap_name = "memkit::malloc";
@@ -31,50 +34,6 @@ extern const std::size_t option_count;
 /// The table as docs/options.md's Markdown rows, header included, into `out` (NUL-terminated if
 /// `size` != 0). \returns the whole length.
 std::size_t write_options_table(char* out, std::size_t size) noexcept;
-
-/// Appends to a buffer without allocating (the stats line is written at exit, when malloc may be
-/// anywhere), counting what did not fit: `length` is the whole text's.
-struct line_writer {
-  char* out;
-  std::size_t size;
-  std::size_t length = 0;
-
-  void put(const char* s) noexcept {
-    for (; *s != '\0'; ++s) {
-      if (length + 1 < size) {
-        out[length] = *s;
-      }
-      ++length;
-    }
-  }
-  /// put for a Markdown table cell: `|` escaped, so it does not end the cell.
-  void put_cell(const char* s) noexcept {
-    for (; *s != '\0'; ++s) {
-      const char c[3] = {'\\', *s, '\0'};
-      put(*s == '|' ? c : c + 1);
-    }
-  }
-  void put(std::size_t v) noexcept {
-    char digits[24];
-    std::size_t n = 0;
-    do {
-      digits[n++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
-    char text[24];
-    for (std::size_t i = 0; i < n; ++i) {
-      text[i] = digits[n - 1 - i];
-    }
-    text[n] = '\0';
-    put(text);
-  }
-  void field(const char* name, std::size_t v, bool first = false) noexcept {
-    put(first ? "\"" : ",\"");
-    put(name);
-    put("\":");
-    put(v);
-  }
-};
 
 // ---- init.cpp: start-up, the options chosen, fork.
 

@@ -150,7 +150,7 @@ runtime_options parse_options(const char* text) noexcept {
 }
 
 std::size_t write_options_table(char* out, std::size_t size) noexcept {
-  line_writer w{out, size};
+  text_writer w{out, size};
   w.put("| option | values | default | what it does |\n|---|---|---|---|\n");
   for (const option& o : options) {
     w.put("| `");
@@ -163,9 +163,7 @@ std::size_t write_options_table(char* out, std::size_t size) noexcept {
     w.put(o.doc);
     w.put(" |\n");
   }
-  if (size != 0) {
-    out[w.length < size ? w.length : size - 1] = '\0';
-  }
+  w.terminate();
   return w.length;
 }
 

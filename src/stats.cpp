@@ -154,7 +154,7 @@ std::size_t stats_json(char* out, std::size_t size) noexcept {
     peak_mapped = h->upstream().peak_mapped();
     h->unlock_all();
   }
-  line_writer w{out, size};
+  text_writer w{out, size};
   w.put("{\"memkit\":{");
   w.field("allocations", allocations, true);
   w.field("deallocations", deallocations);
@@ -165,9 +165,7 @@ std::size_t stats_json(char* out, std::size_t size) noexcept {
   w.field("mapped_bytes", mapped);
   w.field("peak_mapped_bytes", peak_mapped);
   w.put("}}");
-  if (size != 0) {
-    out[w.length < size ? w.length : size - 1] = '\0';
-  }
+  w.terminate();
   return w.length;
 }
 

@@ -3,6 +3,8 @@
 #include <array>
 #include <cstddef>
 #include <gtest/gtest.h>
+
+#include <cstring>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -118,6 +120,20 @@ TEST(Stats, JsonHasEveryCounterByNameWithItsValue) {
       {"upstream_bytes_in_use", static_cast<std::size_t>(-1)},
       {"fallbacks", 11}};
   EXPECT_EQ(members, want) << memkit::to_json(s);
+}
+
+TEST(Stats, WriteJsonTruncatesToTheBufferAndReturnsTheWholeLength) {
+  statistics s;
+  s.allocations = 12345;
+  const std::string whole = memkit::to_json(s);
+  char small[16];
+  std::memset(small, 'x', sizeof small);
+  EXPECT_EQ(memkit::write_json(s, small, sizeof small), whole.size());
+  EXPECT_EQ(std::string(small), whole.substr(0, sizeof small - 1));
+  EXPECT_EQ(memkit::write_json(s, nullptr, 0), whole.size()); // a size query writes nothing
+  std::vector<char> exact(whole.size() + 1);
+  EXPECT_EQ(memkit::write_json(s, exact.data(), exact.size()), whole.size());
+  EXPECT_EQ(std::string(exact.data()), whole);
 }
 
 TEST(Stats, JsonOfZerosIsAValidObject) {

@@ -5,9 +5,11 @@
 #include <string>
 
 #include "config.hpp"
+#include "detail/text_writer.hpp"
 
-/// The one list of counters: it declares the members of `statistics` and drives `operator==` and
-/// `to_json`, so a counter added here appears everywhere. Meanings are in docs/statistics.md.
+/// The one list of counters: it declares the members of `statistics` and drives `operator==`,
+/// `write_json` and `to_json`, so a counter added here appears everywhere. Meanings are in
+/// docs/statistics.md.
 #define MEMKIT_STATISTICS_FIELDS(X)                                                                \
   X(allocations)                                                                                   \
   X(deallocations)                                                                                 \
@@ -42,16 +44,25 @@ inline bool operator==(const statistics& a, const statistics& b) noexcept {
 
 inline bool operator!=(const statistics& a, const statistics& b) noexcept { return !(a == b); }
 
-/// \returns `s` as one JSON object, a member per counter named as in `statistics`, in declaration
-/// order: `{"allocations":3,"deallocations":1,...}`.
-inline std::string to_json(const statistics& s) {
-  std::string out = "{";
-#define MEMKIT_STATISTICS_JSON(name)                                                               \
-  out += out.size() == 1 ? "\"" #name "\":" : ",\"" #name "\":";                                   \
-  out += std::to_string(s.name);
+/// \effects writes `s` as one JSON object, a member per counter named as in `statistics`, in
+/// declaration order (`{"allocations":3,"deallocations":1,...}`), into `out`, NUL-terminated and
+/// truncated to `size` bytes (if not 0). Allocates nothing: usable where malloc may not be (a
+/// signal handler, an exit hook). \returns the whole text's length, without the NUL.
+inline std::size_t write_json(const statistics& s, char* out, std::size_t size) noexcept {
+  detail::text_writer w{out, size};
+  w.put("{");
+#define MEMKIT_STATISTICS_JSON(name) w.field(#name, s.name, w.length == 1);
   MEMKIT_STATISTICS_FIELDS(MEMKIT_STATISTICS_JSON)
 #undef MEMKIT_STATISTICS_JSON
-  out += '}';
+  w.put("}");
+  w.terminate();
+  return w.length;
+}
+
+/// \returns `s` as write_json writes it.
+inline std::string to_json(const statistics& s) {
+  std::string out(write_json(s, nullptr, 0), '\0');
+  write_json(s, out.data(), out.size() + 1);
   return out;
 }
 
