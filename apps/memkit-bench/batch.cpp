@@ -181,16 +181,25 @@ bool measure_in_processes(const batch_options& o, const std::vector<group>& grou
       if (status != 0) {
         std::cerr << "memkit-bench: ERROR: process " << p + 1 << " of " << shown
                   << " failed (status " << status << ")\n";
-        std::filesystem::remove(file);
         ok = false;
+      }
+      // A process that failed after measuring wrote the rows that succeeded; one that failed
+      // before (or was killed while writing) left no file, or a file that does not parse.
+      std::ifstream in(file);
+      if (!in) {
         continue;
       }
-      std::ifstream in(file);
-      for (auto& row : rows_from_json(nlohmann::json::parse(in))) {
-        if (!g.name.empty()) {
-          row.variant = g.name;
+      try {
+        for (auto& row : rows_from_json(nlohmann::json::parse(in))) {
+          if (!g.name.empty()) {
+            row.variant = g.name;
+          }
+          parts[{row.workload, row.variant}].push_back(std::move(row));
         }
-        parts[{row.workload, row.variant}].push_back(std::move(row));
+      } catch (const std::exception& e) {
+        std::cerr << "memkit-bench: ERROR: the rows of process " << p + 1 << " of " << shown << ": "
+                  << e.what() << "\n";
+        ok = false;
       }
       std::filesystem::remove(file);
     }
@@ -225,9 +234,9 @@ std::vector<result> pooled_rows(const std::vector<const bench_case*>& chosen,
 }
 
 /// The child's part: measures `chosen` in `o.repeat` interleaved rounds and writes the rows of
-/// this one process to --json. \returns the exit status.
-int measure_slice(const batch_options& o, const std::vector<const bench_case*>& chosen) {
-  const std::string shown_replacement = o.as_replacement;
+/// this one process to --json, those that failed left out. \returns the exit status.
+int measure_slice(const batch_options& o, const run_info& info,
+                  const std::vector<const bench_case*>& chosen) {
   std::vector<std::vector<measurement>> measurements(chosen.size());
   const std::size_t total = chosen.size() * o.repeat;
   std::size_t done = 0;
@@ -237,7 +246,7 @@ int measure_slice(const batch_options& o, const std::vector<const bench_case*>& 
       const bench_case& c = *chosen[i];
       const std::size_t n =
           o.p.iterations != 0 ? o.p.iterations : iterations_per_process(c.w->iterations);
-      const std::string shown = shown_replacement.empty() ? c.variant : shown_replacement;
+      const std::string shown = o.as_replacement.empty() ? c.variant : o.as_replacement;
       std::fprintf(stderr, "[%4zu/%zu] %-24s %-24s %zu iterations", ++done, total,
                    c.w->name.c_str(), shown.c_str(), n);
       std::string error;
@@ -260,8 +269,6 @@ int measure_slice(const batch_options& o, const std::vector<const bench_case*>& 
   for (const auto& f : failed) {
     std::cerr << "memkit-bench: ERROR: " << f << "\n";
   }
-  run_info info = describe_run();
-  info.options = options_json(o);
   if (!o.json_file.empty()) {
     std::ofstream(o.json_file) << to_json(rows, info, {}).dump(1) << "\n";
   }
@@ -331,7 +338,7 @@ int run_batch(const batch_options& o) {
     return 2;
   }
   if (child) {
-    return measure_slice(o, chosen);
+    return measure_slice(o, info, chosen);
   }
 
   info.layout = enable_layout_randomization();
