@@ -14,11 +14,6 @@
 namespace memkit::bench {
 namespace {
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return percentile(v, 50);
-}
-
 /// (largest - smallest) / median: how far apart the processes' medians lie.
 double spread(const std::vector<double>& v) {
   const double m = median(v);
@@ -68,7 +63,7 @@ result summarize(const workload& w, const std::string& variant, std::vector<meas
   }
   r.hash.value = ms.empty() ? 0 : ms.front().hash;
   r.note = ms.empty() ? "" : ms.back().note;
-  r.cold_us = median_of(colds);
+  r.cold_us = median(colds);
   std::sort(all.begin(), all.end());
   r.iterations = all.size();
   if (!all.empty()) {
