@@ -6,8 +6,8 @@ Usage: report.py RESULTS.json OUTPUT_DIR
 Writes, per workload, p50-<workload>.png (median per variant with a whisker to p99, and a strip of
 each process's median beside the bar, so a lead that rests on one layout draw shows) and
 dist-<workload>.png (each variant's latency percentiles), plus speedup.png (speed-up over std at
-the median, workload x variant, with its verdict) and index.html showing them all. Needs matplotlib; nothing else
-beyond the standard library.
+the median, workload x variant, with its verdict) and index.html showing them all. Needs
+matplotlib; nothing else beyond the standard library.
 """
 
 import html
