@@ -23,8 +23,11 @@ int main(int argc, char** argv) {
   app.add_option("--variants", o.variants,
                  "variants to run (e.g. std,memkit-arena,mimalloc); default: all")
       ->delimiter(',');
-  app.add_option("--repeat", o.repeat,
-                 "repetitions of the whole set, interleaved; samples are pooled (default 3)")
+  app.add_option("--processes", o.processes,
+                 "processes per variant, each a fresh layout draw, interleaved across variants; "
+                 "ratios get 95% intervals over them (default 5; docs/method.md)")
+      ->check(CLI::Range(1u, 1000u));
+  app.add_option("--repeat", o.repeat, "rounds of the whole set within each process (default 1)")
       ->check(CLI::Range(1u, 1000u));
   app.add_option("--json", o.json_file, "write the results as JSON to FILE");
   app.add_option("--csv", o.csv_file, "write the results as CSV to FILE");
@@ -34,8 +37,9 @@ int main(int argc, char** argv) {
   app.add_option("--targets", o.targets_file,
                  "the speed targets to check (default: " + o.targets_file + ")");
   memkit::bench::add_options(app, o.p);
+  app.add_flag("--as-child", o.as_child, "internal: run as one process of a run")->group("");
   app.add_option("--as-replacement", o.as_replacement,
-                 "internal: run as the child of a global replacement")
+                 "internal: run as one process of a global replacement")
       ->group("");
 
   memkit::bench::serve_options so;

@@ -16,6 +16,7 @@ struct run_info {
   unsigned cores = 0;
   std::string kernel;
   std::string thp_policy;
+  std::string layout; ///< why the processes may share a layout ("" when each gets its own draw)
   nlohmann::json options;
 };
 

@@ -6,16 +6,22 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <utility>
 
 #include <nlohmann/json.hpp>
+
+#include "core/interval.hpp"
 
 namespace memkit::bench {
 namespace {
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return percentile(v, 50);
+/// (largest - smallest) / median: how far apart the processes' medians lie.
+double spread(const std::vector<double>& v) {
+  const double m = median(v);
+  if (v.size() < 2 || m <= 0) {
+    return 0;
+  }
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return (*hi - *lo) / m;
 }
 
 } // namespace
@@ -57,7 +63,7 @@ result summarize(const workload& w, const std::string& variant, std::vector<meas
   }
   r.hash.value = ms.empty() ? 0 : ms.front().hash;
   r.note = ms.empty() ? "" : ms.back().note;
-  r.cold_us = median_of(colds);
+  r.cold_us = median(colds);
   std::sort(all.begin(), all.end());
   r.iterations = all.size();
   if (!all.empty()) {
@@ -74,7 +80,49 @@ result summarize(const workload& w, const std::string& variant, std::vector<meas
     for (int q = 0; q <= 100; ++q) {
       r.percentiles_us.push_back(percentile(all, q));
     }
+    r.processes = 1;
+    r.process_p50_us = {r.p50_us};
+    r.process_p99_us = {r.p99_us};
   }
+  return r;
+}
+
+result pool_processes(const std::vector<result>& parts) {
+  result r = parts.front();
+  r.process_p50_us.clear();
+  r.process_p99_us.clear();
+  r.processes = 0;
+  r.iterations = 0;
+  double sum = 0;
+  std::vector<double> colds;
+  std::vector<std::vector<double>> percentiles(r.percentiles_us.size());
+  for (const auto& p : parts) {
+    r.process_p50_us.insert(r.process_p50_us.end(), p.process_p50_us.begin(),
+                            p.process_p50_us.end());
+    r.process_p99_us.insert(r.process_p99_us.end(), p.process_p99_us.begin(),
+                            p.process_p99_us.end());
+    r.processes += p.processes;
+    r.iterations += p.iterations;
+    sum += p.mean_us * static_cast<double>(p.iterations);
+    colds.push_back(p.cold_us);
+    r.min_us = std::min(r.min_us, p.min_us);
+    r.max_us = std::max(r.max_us, p.max_us);
+    r.peak_rss_kib = std::max(r.peak_rss_kib, p.peak_rss_kib);
+    r.hash_ok = r.hash_ok && p.hash_ok && p.hash == r.hash;
+    for (std::size_t q = 0; q < percentiles.size() && q < p.percentiles_us.size(); ++q) {
+      percentiles[q].push_back(p.percentiles_us[q]);
+    }
+    r.note = p.note;
+  }
+  r.cold_us = median(colds);
+  r.p50_us = median(r.process_p50_us);
+  r.p99_us = median(r.process_p99_us);
+  r.mean_us = r.iterations > 0 ? sum / static_cast<double>(r.iterations) : 0;
+  r.throughput_per_s = r.p50_us > 0 ? r.items_per_iteration * 1e6 / r.p50_us : 0;
+  for (std::size_t q = 0; q < percentiles.size(); ++q) {
+    r.percentiles_us[q] = median(percentiles[q]);
+  }
+  r.process_spread = spread(r.process_p50_us);
   return r;
 }
 
@@ -86,15 +134,26 @@ bool compare_rows(std::vector<result>& rows) {
       ref = &r;
     }
   }
-  std::map<std::string, std::pair<double, hash_code>> ref_values;
+  struct reference_values {
+    bool is_std;
+    std::vector<double> p50s;
+    hash_code hash;
+  };
+  std::map<std::string, reference_values> ref_values;
   for (const auto& [w, r] : reference) {
-    ref_values[w] = {r->variant == "std" ? r->p50_us : 0.0, r->hash};
+    ref_values[w] = {r->variant == "std", r->process_p50_us, r->hash};
   }
   bool ok = true;
   for (auto& r : rows) {
-    const auto [std_p50, hash] = ref_values[r.workload];
-    r.speedup_vs_std = std_p50 > 0 && r.p50_us > 0 ? std_p50 / r.p50_us : 0;
-    r.hash_ok = r.hash_ok && r.hash == hash;
+    const reference_values& ref = ref_values[r.workload];
+    const ratio_interval s =
+        ref.is_std ? speedup_interval(ref.p50s, r.process_p50_us) : ratio_interval{};
+    r.speedup_vs_std = s.ratio;
+    const bool baseline = r.variant == "std";
+    r.speedup_lo = baseline ? 0 : s.lo;
+    r.speedup_hi = baseline ? 0 : s.hi;
+    r.verdict_vs_std = baseline || s.ratio == 0 ? "" : speed_verdict(s);
+    r.hash_ok = r.hash_ok && r.hash == ref.hash;
     ok = ok && r.hash_ok;
   }
   return ok;

@@ -4,6 +4,7 @@
 #include "output/json.hpp"
 
 #include "core/fields.hpp"
+#include "core/interval.hpp"
 
 namespace memkit::bench {
 
@@ -19,8 +20,13 @@ nlohmann::json to_json(const std::vector<result>& rows, const run_info& info,
                     {"cores", info.cores},
                     {"kernel", info.kernel},
                     {"thp_policy", info.thp_policy},
+                    {"layout_randomization", info.layout.empty() ? "on" : info.layout},
                     {"compiler", info.compiler}};
   doc["options"] = info.options;
+  doc["interval"] = {{"method", "percentile bootstrap over per-process medians"},
+                     {"level", interval_level},
+                     {"resamples", bootstrap_resamples},
+                     {"seed", bootstrap_seed}};
   doc["targets"] = targets;
   doc["results"] = rows;
   return doc;

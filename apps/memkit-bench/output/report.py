@@ -3,10 +3,11 @@
 
 Usage: report.py RESULTS.json OUTPUT_DIR
 
-Writes, per workload, p50-<workload>.png (median per variant with a whisker to p99) and
+Writes, per workload, p50-<workload>.png (median per variant with a whisker to p99, and a strip of
+each process's median beside the bar, so a lead that rests on one layout draw shows) and
 dist-<workload>.png (each variant's latency percentiles), plus speedup.png (speed-up over std at
-the median, workload x variant) and index.html showing them all. Needs matplotlib; nothing else
-beyond the standard library.
+the median, workload x variant, with its verdict) and index.html showing them all. Needs
+matplotlib; nothing else beyond the standard library.
 """
 
 import html
@@ -21,7 +22,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-SUPPORTED_SCHEMA = 1
+SUPPORTED_SCHEMA = 2
 
 
 def safe(name):
@@ -47,13 +48,22 @@ def p50_chart(workload, rows, path):
     p50 = [r["p50_us"] for r in rows]
     p99 = [r["p99_us"] for r in rows]
     fig, ax = plt.subplots(figsize=(8, 0.38 * len(rows) + 1.4))
-    ax.barh(names, p50, color=[variant_color(n) for n in names],
+    ax.barh(names, p50, height=0.55, color=[variant_color(n) for n in names],
             xerr=[[0] * len(rows), [max(0.0, b - a) for a, b in zip(p50, p99)]],
             error_kw={"ecolor": "#000000", "capsize": 3, "elinewidth": 1})
+    # The strip: one dot per process under its bar, jittered so that equal medians still show.
+    for y, r in enumerate(rows):
+        dots = r.get("process_p50_us", [])
+        offsets = [0.38 + 0.04 * ((i % 3) - 1) for i in range(len(dots))]
+        ax.scatter(dots, [y + o for o in offsets], s=9, color="#d62728", zorder=3,
+                   label="one process's p50" if y == 0 else None)
     for y, (a, b) in enumerate(zip(p50, p99)):
         ax.text(b, y, f"  {a:,.0f}" if a >= 100 else f"  {a:.3g}", va="center", fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("µs per iteration: bar = p50, whisker = p99")
+    ax.set_xlabel("µs per iteration: bar = p50 (median over processes), whisker = p99, "
+                  "dots = each process's p50")
+    if any(r.get("process_p50_us") for r in rows):
+        ax.legend(fontsize=7, loc="best")
     ax.set_title(f"{workload}: median with p99 (shorter is faster)")
     ax.set_xlim(0, max(p99) * 1.18 if p99 else 1)
     ax.grid(axis="x", alpha=0.3)
@@ -116,8 +126,13 @@ def speedup_heatmap(workloads, variants, by_key, path):
     for i, row in enumerate(ratios):
         for j, x in enumerate(row):
             if not math.isnan(x):
-                ax.text(j, i, f"{x:.2f}", ha="center", va="center", fontsize=6.5)
-    ax.set_title("speed-up over std at p50 (green: faster than std; grey: does not fit)")
+                # "?": the interval contains 1, so this ratio is no verdict.
+                unclear = by_key.get((workloads[i], variants[j]), {}).get(
+                    "verdict_vs_std") == "no clear difference"
+                ax.text(j, i, f"{x:.2f}{'?' if unclear else ''}", ha="center", va="center",
+                        fontsize=6.5)
+    ax.set_title("speed-up over std at p50 (green: faster than std; ?: the 95% interval "
+                 "contains 1; grey: does not fit)", fontsize=9)
     ticks = [t for t in range(-3, 4) if abs(t) <= limit]
     bar = fig.colorbar(image, ax=ax, fraction=0.025, pad=0.01, ticks=ticks)
     bar.ax.set_yticklabels([f"{2.0 ** t:g}x" for t in ticks])
@@ -127,17 +142,24 @@ def speedup_heatmap(workloads, variants, by_key, path):
 
 
 def row_table(rows):
-    head = ("<tr><th>variant</th><th>cold µs</th><th>min µs</th><th>p50 µs</th><th>p99 µs</th>"
-            "<th>max µs</th><th>throughput/s</th><th>vs std</th><th>+peak RSS KiB</th>"
+    head = ("<tr><th>variant</th><th>processes</th><th>cold µs</th><th>min µs</th>"
+            "<th>p50 µs</th><th>p99 µs</th><th>max µs</th><th>throughput/s</th><th>vs std</th>"
+            "<th>95% interval</th><th>verdict</th><th>spread</th><th>+peak RSS KiB</th>"
             "<th>hash</th><th>note</th></tr>")
     lines = [head]
     for r in rows:
         mark = "" if r["hash_ok"] else " <b>MISMATCH</b>"
         speedup = f"{r['speedup_vs_std']:.2f}x" if r["speedup_vs_std"] else "-"
+        interval = (f"[{r['speedup_lo']:.2f}, {r['speedup_hi']:.2f}]"
+                    if r["speedup_lo"] > 0 else "-")
+        spread = f"{100 * r['process_spread']:.0f}%" if r["processes"] > 1 else "-"
         lines.append(
-            f"<tr><td>{html.escape(r['variant'])}</td><td>{r['cold_us']:.2f}</td>"
+            f"<tr><td>{html.escape(r['variant'])}</td><td>{r['processes']}</td>"
+            f"<td>{r['cold_us']:.2f}</td>"
             f"<td>{r['min_us']:.2f}</td><td>{r['p50_us']:.2f}</td><td>{r['p99_us']:.2f}</td>"
             f"<td>{r['max_us']:.2f}</td><td>{r['throughput_per_s']:,.0f}</td><td>{speedup}</td>"
+            f"<td>{interval}</td><td>{html.escape(r['verdict_vs_std'] or '-')}</td>"
+            f"<td>{spread}</td>"
             f"<td>{r['peak_rss_kib']}</td><td><code>{r['hash']}</code>{mark}</td>"
             f"<td>{html.escape(r['note'])}</td></tr>")
     return "<table>" + "\n".join(lines) + "</table>"
@@ -182,11 +204,16 @@ def main(argv):
     warning = "" if doc.get("optimized") else (
         "<p class='warn'>UNOPTIMIZED BUILD: these timings say nothing about speed. "
         "Build with CMAKE_BUILD_TYPE=Release.</p>")
+    verdicts = {"met": "met", "missed": "<b>MISSED</b>", "not separable": "<i>not separable</i>"}
     targets = "".join(
-        f"<li>{'met' if t['met'] else '<b>MISSED</b>'}: {html.escape(t['target'])}: "
+        f"<li>{verdicts.get(t['verdict'], html.escape(t['verdict']))}: "
+        f"{html.escape(t['target'])}: "
         f"{html.escape(t['measured'])}<br><small>{html.escape(t.get('source', ''))} "
         f"({html.escape(t.get('background', ''))})</small></li>"
         for t in doc.get("targets", []))
+    method = doc.get("interval", {})
+    interval = (f"{method.get('method', '?')}, {method.get('resamples', '?')} resamples, "
+                f"seed {method.get('seed', '?')}")
     contents = " · ".join(f"<a href='#{safe(w)}'>{html.escape(w)}</a>" for w in workloads)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>memkit-bench report</title>
@@ -202,10 +229,15 @@ td:first-child, td:last-child {{ text-align: left; }}
 {warning}
 <p>{html.escape(machine.get('cpu', '?'))}, {machine.get('cores', '?')} cores,
 {html.escape(machine.get('kernel', '?'))}, transparent huge pages:
-{html.escape(machine.get('thp_policy', '?'))}, {html.escape(machine.get('compiler', '?'))}.</p>
-<p>Times are per iteration of each workload; p50 is the median, p99 the 99th percentile of the
-timed iterations; "cold" is the first iteration with a freshly built allocator, not counted in the
-others. Speed-up is std's p50 over the variant's p50. "+peak RSS" is the peak resident memory of the
+{html.escape(machine.get('thp_policy', '?'))}, {html.escape(machine.get('compiler', '?'))};
+layout randomization: {html.escape(machine.get('layout_randomization', '?'))}.</p>
+<p>Times are per iteration of each workload. Every variant ran in several processes, each a fresh
+draw of code and heap layout; a process's p50 is the median, its p99 the 99th percentile of its
+timed iterations, and the row's p50 and p99 are the medians of those over the processes. "cold" is
+the first iteration with a freshly built allocator, not counted in the others. Speed-up is std's
+p50 over the variant's p50, with its 95% interval ({html.escape(interval)}); "faster" or
+"slower" only when the interval excludes 1, else "no clear difference". Spread is (largest -
+smallest) / median of the processes' p50s. "+peak RSS" is the peak resident memory of the
 measuring process above its resident memory when the measurement began (each measurement runs in
 its own process).</p>
 <h2>Speed targets</h2>

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "core/interval.hpp"
 #include "output/format.hpp"
 
 #ifndef MEMKIT_BENCH_TARGETS_FILE
@@ -36,11 +37,9 @@ std::string fault(const target& t) {
   return "";
 }
 
-double statistic(const result& r, const std::string& name) {
-  if (name == "peak_rss") {
-    return static_cast<double>(r.peak_rss_kib);
-  }
-  return name == "p99" ? r.p99_us : r.p50_us;
+/// \returns the processes' values of the statistic `name` in `r`.
+const std::vector<double>& per_process(const result& r, const std::string& name) {
+  return name == "p99" ? r.process_p99_us : r.process_p50_us;
 }
 
 /// \returns the row of `variant` on `workload`; for a prefix ending in '*', the fastest at p50 of
@@ -97,33 +96,70 @@ std::vector<target> load_targets(const std::string& file) {
   }
 }
 
+namespace {
+
+// A peak-RSS target: judged on the run's peak RSS of each row (the largest over its processes),
+// which varies between processes far less than time does; no interval.
+target_check check_peak_rss(const target& t, const result& candidate, const result& baseline) {
+  const auto mine = static_cast<double>(candidate.peak_rss_kib);
+  const auto theirs = static_cast<double>(baseline.peak_rss_kib);
+  target_check c;
+  c.target = describe(t);
+  // A baseline that grew by nothing is met only by a candidate that grew by nothing.
+  c.met = mine <= t.ratio_at_most * theirs;
+  c.verdict = c.met ? "met" : "missed";
+  c.ratio = theirs > 0 ? mine / theirs : 0;
+  c.measured = candidate.variant + " " + (theirs > 0 ? fixed(mine / theirs, 2) : "-") + "x (" +
+               fixed(mine, 0) + " KiB vs " + baseline.variant + " " + fixed(theirs, 0) + " KiB)";
+  c.source = t.source;
+  c.background = t.background;
+  return c;
+}
+
+} // namespace
+
+target_check check_target(const target& t, const result& candidate, const result& baseline) {
+  if (t.statistic == "peak_rss") {
+    return check_peak_rss(t, candidate, baseline);
+  }
+  const ratio_interval r =
+      speedup_interval(per_process(baseline, t.statistic), per_process(candidate, t.statistic));
+  const double bar = t.ratio_above > 0 ? t.ratio_above : t.ratio_at_least;
+  const verdict v = judge(r, bar, t.ratio_above == 0);
+  target_check c;
+  c.target = describe(t);
+  c.met = v == verdict::above;
+  c.verdict = c.met ? "met" : v == verdict::below ? "missed" : "not separable";
+  c.ratio = r.ratio;
+  c.ratio_lo = r.lo;
+  c.ratio_hi = r.hi;
+  c.processes = r.processes;
+  c.processes_needed = v == verdict::not_separable ? processes_to_separate(r, bar) : 0;
+  c.measured = candidate.variant + " " + fixed(r.ratio, 2) + "x, 95% [" + fixed(r.lo, 2) + ", " +
+               fixed(r.hi, 2) + "] over " + std::to_string(r.processes) + " processes (" +
+               fixed(median(per_process(candidate, t.statistic)), 2) + " us vs " +
+               baseline.variant + " " + fixed(median(per_process(baseline, t.statistic)), 2) +
+               " us)";
+  if (v == verdict::not_separable) {
+    c.measured += c.processes_needed > 0 ? "; not separable at this sample size: about " +
+                                               std::to_string(c.processes_needed) +
+                                               " processes would separate them at this spread"
+                                         : "; not separable at this sample size";
+  }
+  c.source = t.source;
+  c.background = t.background;
+  return c;
+}
+
 std::vector<target_check> check_targets(const std::vector<target>& targets,
                                         const std::vector<result>& rows) {
   std::vector<target_check> out;
   for (const auto& t : targets) {
     const result* candidate = find(rows, t.workload, t.candidate);
     const result* baseline = find(rows, t.workload, t.baseline);
-    if (candidate == nullptr || baseline == nullptr) {
-      continue;
+    if (candidate != nullptr && baseline != nullptr) {
+      out.push_back(check_target(t, *candidate, *baseline));
     }
-    const double mine = statistic(*candidate, t.statistic);
-    const double theirs = statistic(*baseline, t.statistic);
-    if (t.statistic == "peak_rss") {
-      // A baseline that grew by nothing is met only by a candidate that grew by nothing.
-      const bool met = mine <= t.ratio_at_most * theirs;
-      out.push_back({describe(t), met,
-                     candidate->variant + " " + (theirs > 0 ? fixed(mine / theirs, 2) : "-") +
-                         "x (" + fixed(mine, 0) + " KiB vs " + baseline->variant + " " +
-                         fixed(theirs, 0) + " KiB)",
-                     t.source, t.background});
-      continue;
-    }
-    const double ratio = mine > 0 ? theirs / mine : 0;
-    const bool met = t.ratio_above > 0 ? ratio > t.ratio_above : ratio >= t.ratio_at_least;
-    out.push_back({describe(t), met,
-                   candidate->variant + " " + fixed(ratio, 2) + "x (" + fixed(mine, 2) + " us vs " +
-                       baseline->variant + " " + fixed(theirs, 2) + " us)",
-                   t.source, t.background});
   }
   return out;
 }
@@ -132,9 +168,13 @@ void print_targets(std::ostream& out, const std::vector<target_check>& checks) {
   if (checks.empty()) {
     return;
   }
-  out << "\n== speed targets (one run, medians; targets.json says where each comes from)\n";
+  out << "\n== speed targets (judged by the 95% interval over processes; targets.json says where "
+         "each comes from)\n";
   for (const auto& t : checks) {
-    out << (t.met ? "  met     " : "  MISSED  ") << t.target << ": " << t.measured << "\n";
+    out << (t.met                   ? "  met        "
+            : t.verdict == "missed" ? "  MISSED     "
+                                    : "  unclear    ")
+        << t.target << ": " << t.measured << "\n";
   }
 }
 

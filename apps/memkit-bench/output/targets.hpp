@@ -32,16 +32,24 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(target, workload, candidate, bas
                                                 ratio_at_least, ratio_above, ratio_at_most, source,
                                                 background)
 
-/// A target checked on a run, as the results' "targets" list holds it.
+/// A target checked on a run, as the results' "targets" list holds it: judged by the ratio's
+/// 95 % interval over the processes (core/interval.hpp), never by the ratio alone.
 struct target_check {
-  std::string target; ///< what is compared, generated from the target's fields
-  bool met = false;
+  std::string target;  ///< what is compared, generated from the target's fields
+  bool met = false;    ///< the whole interval clears the bar
+  std::string verdict; ///< "met", "missed" or "not separable"
   std::string measured;
+  double ratio = 0;    ///< the baseline's statistic / the candidate's, medians over processes
+  double ratio_lo = 0; ///< its interval (0 when unknown)
+  double ratio_hi = 0;
+  std::size_t processes = 0;        ///< per side, the smaller count
+  std::size_t processes_needed = 0; ///< if not separable: about how many would separate them
   std::string source;
   std::string background;
 };
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(target_check, target, met, measured, source, background)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(target_check, target, met, verdict, measured, ratio, ratio_lo,
+                                   ratio_hi, processes, processes_needed, source, background)
 
 /// \returns the targets file found when memkit-bench was built (apps/memkit-bench/targets.json).
 std::string default_targets_file();
@@ -49,10 +57,14 @@ std::string default_targets_file();
 /// \returns the targets of `file`. \throws std::runtime_error naming the file and the fault.
 std::vector<target> load_targets(const std::string& file);
 
-/// \returns each target whose workload, candidate and baseline are all in `rows`, checked.
-/// Reported, not enforced: one run on a shared machine is noisy.
+/// \returns each target whose workload, candidate and baseline are all in `rows`, checked: met
+/// when the ratio's interval lies wholly on the right side of the bar, missed when wholly on the
+/// wrong side, else not separable. Reported, not enforced.
 std::vector<target_check> check_targets(const std::vector<target>& targets,
                                         const std::vector<result>& rows);
+
+/// \returns `t` checked on the rows of its candidate and baseline.
+target_check check_target(const target& t, const result& candidate, const result& baseline);
 
 void print_targets(std::ostream& out, const std::vector<target_check>& checks);
 

@@ -7,18 +7,11 @@
 #include "replacement.hpp"
 
 #include <dlfcn.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 
 #include <memkit/config.hpp>
-
-extern char** environ;
 
 namespace memkit::bench {
 namespace {
@@ -159,37 +152,6 @@ std::string check_interception(const std::string& name) {
            ", not " + name;
   }
   return check_ownership(name);
-}
-
-int run_preloaded(const replacement& r, const std::vector<std::string>& args) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) {
-      env_strings.emplace_back(*e);
-    }
-  }
-  env_strings.push_back("LD_PRELOAD=" + r.library);
-  std::vector<char*> env;
-  for (auto& s : env_strings) {
-    env.push_back(s.data());
-  }
-  env.push_back(nullptr);
-  std::vector<std::string> argv_strings{"memkit-bench"};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_strings) {
-    argv.push_back(s.data());
-  }
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), env.data()) != 0) {
-    return 127;
-  }
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) {
-    return 127;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 } // namespace memkit::bench

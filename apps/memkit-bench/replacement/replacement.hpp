@@ -1,6 +1,6 @@
 // apps/memkit-bench/replacement/replacement.hpp: memkit's own libmemkit-preload.so, mimalloc,
 // jemalloc, tcmalloc and oneTBB's tbbmalloc proxy as global malloc/operator new replacements, each
-// run in a child process under LD_PRELOAD and checked to have really taken over.
+// run in child processes under LD_PRELOAD (core/spawn.hpp) and checked to have really taken over.
 #pragma once
 
 #include <string>
@@ -33,9 +33,5 @@ std::string replacements_unavailable_reason();
 /// library, else what was found instead. Checks that `malloc` resolves into the library (dladdr)
 /// and asks the library itself, through its own API, whether a block from `new` is its own.
 std::string check_interception(const std::string& name);
-
-/// Runs this executable (/proc/self/exe) with `args` and LD_PRELOAD=`r.library`, waits for it.
-/// \returns its exit status (128 + signal if killed, 127 if it could not start).
-int run_preloaded(const replacement& r, const std::vector<std::string>& args);
 
 } // namespace memkit::bench

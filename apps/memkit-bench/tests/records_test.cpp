@@ -41,6 +41,13 @@ result every_field_set(int k) {
   r.mean_us = 12.0625;
   r.throughput_per_s = 85'106.38;
   r.speedup_vs_std = 2.11;
+  r.speedup_lo = 1.5;
+  r.speedup_hi = 2.75;
+  r.verdict_vs_std = "faster";
+  r.processes = 3;
+  r.process_p50_us = {11.5, 11.75, 12.25};
+  r.process_p99_us = {24.5, 25.125, 26.0};
+  r.process_spread = 0.0625;
   r.peak_rss_kib = 4096;
   r.hash.value = 0xfedcba9876543210ULL - static_cast<std::uint64_t>(k);
   r.hash_ok = false;
@@ -61,10 +68,31 @@ TEST(Records, ResultJsonReadBackIsTheIdentity) {
 
 TEST(Records, ResultJsonHasEveryField) {
   const nlohmann::json record = every_field_set(1);
-  for (const char* name :
-       {"workload", "variant", "unit", "items_per_iteration", "iterations", "cold_us", "min_us",
-        "p50_us", "p99_us", "max_us", "mean_us", "throughput_per_s", "speedup_vs_std",
-        "peak_rss_kib", "hash", "hash_ok", "percentiles_us", "note"}) {
+  for (const char* name : {"workload",
+                           "variant",
+                           "unit",
+                           "items_per_iteration",
+                           "iterations",
+                           "cold_us",
+                           "min_us",
+                           "p50_us",
+                           "p99_us",
+                           "max_us",
+                           "mean_us",
+                           "throughput_per_s",
+                           "speedup_vs_std",
+                           "speedup_lo",
+                           "speedup_hi",
+                           "verdict_vs_std",
+                           "processes",
+                           "process_p50_us",
+                           "process_p99_us",
+                           "process_spread",
+                           "peak_rss_kib",
+                           "hash",
+                           "hash_ok",
+                           "percentiles_us",
+                           "note"}) {
     EXPECT_TRUE(record.contains(name)) << name;
   }
   EXPECT_EQ(record.at("hash"), "0xfedcba987654320f");
@@ -87,10 +115,12 @@ TEST(Records, CsvHasAColumnPerFieldAndQuotesText) {
   std::getline(in, header);
   std::getline(in, first);
   EXPECT_EQ(header, "workload,variant,unit,items_per_iteration,iterations,cold_us,min_us,p50_us,"
-                    "p99_us,max_us,mean_us,throughput_per_s,speedup_vs_std,peak_rss_kib,hash,"
-                    "hash_ok,percentiles_us,note,optimized");
+                    "p99_us,max_us,mean_us,throughput_per_s,speedup_vs_std,speedup_lo,speedup_hi,"
+                    "verdict_vs_std,processes,process_p50_us,process_p99_us,process_spread,"
+                    "peak_rss_kib,hash,hash_ok,percentiles_us,note,optimized");
   EXPECT_EQ(first, "workload-1,\"variant \"\"quoted\"\", with a comma\",requests,33.5,60001,101.25,"
-                   "9.5,11.75,25.125,400.5,12.0625,85106.38,2.11,4096,0xfedcba987654320f,false,"
+                   "9.5,11.75,25.125,400.5,12.0625,85106.38,2.11,1.5,2.75,faster,3,"
+                   "11.5;11.75;12.25,24.5;25.125;26,0.0625,4096,0xfedcba987654320f,false,"
                    "9.5;11.75;25.125;400.5,huge pages back 8.0 of 8.0 MiB,true");
 }
 
