@@ -14,6 +14,7 @@
 
 #include "memkit/error.hpp"
 #include "memkit/replacement.h"
+#include "memkit/version.hpp"
 
 extern "C" void __libc_free(void* p); // glibc's own free, exported for exactly this
 
@@ -292,8 +293,8 @@ std::size_t stats_json(char* out, std::size_t size) noexcept {
     h->unlock_all();
   }
   line_writer w{out, size};
-  w.put("{\"memkit\":{");
-  w.field("allocations", allocations, true);
+  w.put("{\"memkit\":{\"version\":\"" MEMKIT_VERSION_STRING "\"");
+  w.field("allocations", allocations);
   w.field("deallocations", deallocations);
   w.field("bytes_in_use", bytes_allocated - bytes_freed);
   w.field("large_allocations", large);

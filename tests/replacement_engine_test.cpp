@@ -19,6 +19,7 @@
 #include "heap.hpp"
 #include "memkit/error.hpp"
 #include "memkit/replacement.h"
+#include "memkit/version.hpp"
 
 extern "C" void* __libc_malloc(std::size_t bytes);
 
@@ -389,7 +390,10 @@ TEST(ReplacementEngine, StatsJsonIsOneObjectAndTruncatesSafely) {
   const std::size_t n = memkit_stats_json(line, sizeof line);
   ASSERT_LT(n, sizeof line);
   EXPECT_EQ(std::strlen(line), n);
-  EXPECT_EQ(std::string(line).rfind("{\"memkit\":{\"allocations\":", 0), 0u) << line;
+  EXPECT_EQ(std::string(line).rfind(
+                "{\"memkit\":{\"version\":\"" MEMKIT_VERSION_STRING "\",\"allocations\":", 0),
+            0u)
+      << line;
   EXPECT_EQ(line[n - 1], '}');
   char small[8];
   EXPECT_EQ(memkit_stats_json(small, sizeof small), n);

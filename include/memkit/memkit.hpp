@@ -7,6 +7,7 @@
 #include "error.hpp"
 #include "resource.hpp"
 #include "traits.hpp"
+#include "version.hpp"
 
 // Upstreams: where chunks come from. huge_page.hpp maps memory itself, which memkit does on Linux
 // only (detail/os.hpp); elsewhere the umbrella leaves it out.

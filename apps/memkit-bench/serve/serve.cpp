@@ -30,6 +30,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <memkit/version.hpp>
+
 #include "core/machine.hpp"
 #include "core/measure.hpp"
 #include "core/registry.hpp"
@@ -273,7 +275,7 @@ private:
     }
     return {
         {"tool", "memkit-bench"},
-        {"version", MEMKIT_BENCH_VERSION},
+        {"version", MEMKIT_VERSION_STRING},
         {"schema", schema_version},
         {"build_type", MEMKIT_BENCH_BUILD_TYPE},
         {"optimized", machine.optimized},
