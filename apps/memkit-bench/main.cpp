@@ -2,9 +2,11 @@
 // (batch.hpp); `serve` serves the workloads over HTTP and `load` drives such a server
 // (serve/serve.hpp).
 
+#include <iostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <memkit/version.hpp>
 
 #include "batch.hpp"
 #include "core/params.hpp"
@@ -30,10 +32,20 @@ int main(int argc, char** argv) {
   app.add_option("--csv", o.csv_file, "write the results as CSV to FILE");
   app.add_option("--report", o.report_dir,
                  "write PNG charts and index.html to DIR (needs python3-matplotlib)");
+  app.set_version_flag("--version", "memkit-bench " MEMKIT_VERSION_STRING);
   app.add_flag("--list", o.list, "list the workloads and the variants that fit each, then exit");
   app.add_option("--targets", o.targets_file,
                  "the speed targets to check (default: " + o.targets_file + ")");
   memkit::bench::add_options(app, o.p);
+  // 0.1's name for --sharing-threads, kept for 0.2.x (CHANGELOG.md); hidden from --help.
+  app.add_option_function<unsigned>(
+         "--threads",
+         [&o](unsigned n) {
+           std::cerr << "memkit-bench: --threads is deprecated and goes in 0.3; use "
+                        "--sharing-threads\n";
+           o.p.sharing_threads = n;
+         })
+      ->group("");
   app.add_option("--as-replacement", o.as_replacement,
                  "internal: run as the child of a global replacement")
       ->group("");
@@ -51,6 +63,17 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535));
   serve->add_option("--workers", so.workers, "/run requests that run at once (default 4)")
       ->check(CLI::Range(1u, 256u));
+  // 0.1's name for --workers, kept for 0.2.x (CHANGELOG.md); hidden from --help.
+  serve
+      ->add_option_function<unsigned>(
+          "--threads",
+          [&so](unsigned n) {
+            std::cerr << "memkit-bench serve: --threads is deprecated and goes in 0.3; use "
+                         "--workers\n";
+            so.workers = n;
+          })
+      ->check(CLI::Range(1u, 256u))
+      ->group("");
   serve
       ->add_option("--max-connections", so.max_connections,
                    "connections served at once, a thread each; more wait (default 512)")

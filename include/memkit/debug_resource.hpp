@@ -46,6 +46,12 @@ struct debug_options {
   bool fill = true;
 };
 
+/// 0.1's names, kept for 0.2.x (CHANGELOG.md). `debug_report` became `misuse_report`, whose
+/// field `mistake` is now `kind`; a handler taking `const debug_report&` still compiles.
+using debug_report [[deprecated("use memkit::misuse_report (field `mistake` is now `kind`)")]] =
+    misuse_report;
+using debug_mistake [[deprecated("use memkit::misuse")]] = misuse;
+
 /// Written into every fresh block, so reading uninitialised memory shows a recognisable value.
 /// The values are MSVC's debug heap's (0xCD fresh, 0xDD freed, 0xFD guard), familiar to many.
 inline constexpr unsigned char debug_fresh_byte = 0xCD;
