@@ -16,6 +16,7 @@ struct batch_options {
   unsigned repeat = 3; // interleaved, so a burst of load from elsewhere hits every variant alike
   std::string json_file;
   std::string csv_file;
+  std::string markdown_file; ///< the run's summary (output/markdown.hpp)
   std::string report_dir;
   std::string targets_file;
   bool list = false;

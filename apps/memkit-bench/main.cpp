@@ -10,6 +10,7 @@
 
 #include "batch.hpp"
 #include "core/params.hpp"
+#include "output/markdown.hpp"
 #include "output/targets.hpp"
 #include "serve/serve.hpp"
 
@@ -30,6 +31,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1000u));
   app.add_option("--json", o.json_file, "write the results as JSON to FILE");
   app.add_option("--csv", o.csv_file, "write the results as CSV to FILE");
+  app.add_option("--markdown", o.markdown_file,
+                 "write the run's summary as Markdown to FILE (docs/results/README.md)");
   app.add_option("--report", o.report_dir,
                  "write PNG charts and index.html to DIR (needs python3-matplotlib)");
   app.set_version_flag("--version", "memkit-bench " MEMKIT_VERSION_STRING);
@@ -105,6 +108,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(memkit::bench::min_serve_iters, memkit::bench::max_serve_iters));
   load->add_option("--bad-every", lo.bad_every,
                    "make every n-th request a bad one (400s and a 404; default 0: none)");
+  std::string markdown_input;
+  std::string markdown_output;
+  bool headline = false;
+  CLI::App* markdown = app.add_subcommand(
+      "markdown", "write the Markdown summary of a results document (--json's file) without "
+                  "running anything, as --markdown would have (docs/results/README.md)");
+  markdown->add_option("results", markdown_input, "the results document")
+      ->required()
+      ->check(CLI::ExistingFile);
+  markdown->add_flag("--headline", headline,
+                     "only the headline table: per workload, std, the fastest memkit variant and "
+                     "the fastest peer (docs/BENCHMARKS.md)");
+  markdown->add_option("--output", markdown_output, "write to FILE instead of stdout");
   app.require_subcommand(0, 1);
   serve->fallthrough(); // the workload options may follow "serve"
 
@@ -114,6 +130,9 @@ int main(int argc, char** argv) {
   }
   if (*load) {
     return memkit::bench::load(lo);
+  }
+  if (*markdown) {
+    return memkit::bench::write_markdown(markdown_input, headline, markdown_output);
   }
   return memkit::bench::run_batch(o);
 }

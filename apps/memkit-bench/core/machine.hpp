@@ -10,6 +10,9 @@ namespace memkit::bench {
 
 /// Facts about the run shown beside the results.
 struct run_info {
+  std::string version; ///< memkit's release (memkit/version.hpp)
+  std::string commit;  ///< `git describe --always --dirty` of the source tree, or "unknown"
+  std::string date;    ///< when the run started, ISO 8601 in UTC: 2026-11-26T14:05:00Z
   bool optimized = false;
   std::string compiler;
   std::string cpu;
@@ -28,7 +31,8 @@ constexpr bool built_optimized() noexcept {
 #endif
 }
 
-/// \returns the machine facts (CPU model, cores, kernel, THP policy, compiler); `options` empty.
+/// \returns the release, commit and date, and the machine facts (CPU model, cores, kernel, THP
+/// policy, compiler); `options` empty.
 run_info describe_run();
 
 } // namespace memkit::bench

@@ -14,6 +14,9 @@ nlohmann::json to_json(const std::vector<result>& rows, const run_info& info,
   nlohmann::json doc;
   doc["schema"] = schema_version;
   doc["tool"] = "memkit-bench";
+  doc["version"] = info.version;
+  doc["commit"] = info.commit;
+  doc["date"] = info.date;
   doc["optimized"] = info.optimized;
   doc["machine"] = {{"cpu", info.cpu},
                     {"cores", info.cores},
