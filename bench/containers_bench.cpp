@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/containers_bench.cpp: standard containers on memkit allocators against the allocators a
 // user would pick instead: List1M (a million ints in a list), MapInsertErase (the three-run
 // container benchmark; MapTryEmplaceErase, the same with the algorithm libstdc++ gives

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Fails unless include/memkit/version.hpp says the same release as project(VERSION): its three
 # numbers, its string, and the changelog's newest release heading (CHANGELOG.md).
 # Usage: cmake -DVERSION=0.2.0 -DHEADER=include/memkit/version.hpp -DCHANGELOG=CHANGELOG.md

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # pkg-config files for projects that do not use CMake: memkit.pc (the headers, with the project's
 # build switches), and, where src/ builds them, memkit-new-delete.pc (the operator new library)
 # and memkit-preload.pc (its `preload` variable names the LD_PRELOAD library). Installed into

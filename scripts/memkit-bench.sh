@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # memkit-bench, the main job: installs what is missing, builds memkit-bench (Release) and runs every
 # published and threaded workload against every memkit strategy and every peer (std::pmr,
 # Boost.Pool, foonathan, oneTBB, and mimalloc, jemalloc, tcmalloc and oneTBB's malloc proxy preloaded

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Observe mode: installs what is missing, builds memkit-bench (Release), serves its workloads,
 # lets a real Prometheus server (Debian's `prometheus`) scrape them on loopback while
 # `memkit-bench load` drives them, then reads p50 and p99 per variant over time back through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/heap.cpp: the global replacement's heap, its options, its counters and its debug mode
 // (heap.hpp, docs/REPLACEMENT.md).
 #include "heap.hpp"

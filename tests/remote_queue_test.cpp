@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/remote_queue_test.cpp: the MPSC batch list of memkit/detail/remote_queue.hpp.
 #include "memkit/detail/remote_queue.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The global replacement's engine (src/heap.cpp, src/os_upstream.cpp) linked into a plain test
 // program, so the sanitizer builds check it too: a sanitizer runtime owns malloc, so there the
 // replacement cannot be preloaded (tests/replacement runs the preloaded library in the optimized

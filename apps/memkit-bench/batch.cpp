@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/batch.cpp: batch mode: selection, the interleaved measurements, the global
 // replacements in their own processes, and the outputs.
 

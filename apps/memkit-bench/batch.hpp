@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/batch.hpp: batch mode: every selected (workload, variant) pair measured in its
 // own process, repetitions interleaved, then the tables, the targets and the files.
 #pragma once

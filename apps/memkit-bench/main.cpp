@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/main.cpp: the command line. Batch mode (no subcommand) measures and prints
 // (batch.hpp); `serve` serves the workloads over HTTP and `load` drives such a server
 // (serve/serve.hpp).

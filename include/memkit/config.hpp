@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/config.hpp: every build-time switch (docs/options.md) and the portability macros.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/debug_resource.hpp: a checking wrapper around any strategy: guard bytes, fill patterns,
 // a registry of blocks, and a report naming the resource, the address and the misuse.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/huge_page.hpp: 2 MiB-aligned regions advised for transparent huge pages, with a report of
 // whether the kernel actually backed them with huge pages.
 #pragma once

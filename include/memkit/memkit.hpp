@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/memkit.hpp: every public memkit header, by layer (docs/concepts.md, "Layout"). The
 // testing helpers (test_resource.hpp) are not included: tests include them themselves.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/spin_mutex.hpp: `memkit::spin_mutex`, a test-and-test-and-set spin lock for short
 // critical sections, such as `synchronized<pool<>, spin_mutex>` (docs/threads.md, "Which mutex").
 #pragma once

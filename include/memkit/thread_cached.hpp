@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/thread_cached.hpp: thread-caching resources (docs/threads.md): a per-thread heap in
 // front of a shared depot of chunks, for any size (thread_cached) or one block size
 // (thread_cached_pool).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/version.hpp: the release this copy of memkit is (CHANGELOG.md). The numbers equal
 // project(VERSION) in CMakeLists.txt, which the test memkit.version checks, and the installed
 // CMake package's version file: before 1.0, find_package(memkit 0.2) accepts 0.2.x only, since a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/compile_fail/deprecated_names.cpp: code written against memkit 0.1's names
 // (CHANGELOG.md): it must compile in 0.2.x, each old name drawing a deprecation warning that names
 // its replacement, and fail under -Werror=deprecated-declarations (expect_deprecated.cmake).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Compiles SOURCE twice: with ERROR_FLAG (e.g. -Werror=deprecated-declarations) it must be rejected,
 # and without it accepted; both times the diagnostics must match REGEX. Proof that code written
 # against a deprecated name still builds, and that the warning naming its replacement is the one

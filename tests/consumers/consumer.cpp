@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A downstream project's first use of memkit: proves the package's include paths and target work,
 // and, where the consumer knows the package's version (find_package), that the headers say it.
 #include <cstdio>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # The installed package's version file (SameMinorVersion before 1.0): a consumer asking for this
 # major.minor, or an older patch of it, is accepted; one asking for another minor or another major
 # fails at configure time, naming the version it found.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """tests/docs/check_links.py: every relative link in the project's Markdown resolves.
 
 Usage: check_links.py SOURCE_DIR

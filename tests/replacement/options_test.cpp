@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/replacement/options_test.cpp: memkit's MEMKIT_OPTIONS, each seen from outside: a child of
 // this program runs under the option, and its exit and stderr are checked. debug:1 must report a
 // double free, an invalid free and an overrun on a line starting "memkit: " that names the address,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/machine.cpp: the machine facts, from /proc, uname and the compiler.
 
 #include "core/machine.hpp"

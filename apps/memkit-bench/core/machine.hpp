@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/machine.hpp: the facts about a run shown beside its results: the build,
 // the machine and the options.
 #pragma once

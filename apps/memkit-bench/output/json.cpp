@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/json.cpp: the results as JSON and read back, each record generated from
 // MEMKIT_BENCH_RESULT_FIELDS.
 

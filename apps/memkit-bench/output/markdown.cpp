@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/markdown.cpp: a run's summary and headline table as Markdown, from its
 // results document. The columns are result fields named by MEMKIT_BENCH_RESULT_FIELDS, read from
 // each row's JSON record under the same names, so a renamed field breaks the build here rather

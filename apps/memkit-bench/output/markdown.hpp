@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/markdown.hpp: a run as Markdown, made from its results document (the
 // JSON of output/json.hpp, fresh or read back from a results.json), so the summary of a committed
 // run can be regenerated and compared at any time (docs/results/).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/serve/serve.cpp: serve mode: /healthz, /info, /run and /metrics over
 // cpp-httplib, metrics through prometheus-cpp, graceful stop on SIGINT/SIGTERM.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # The committed figures are generated, never written by hand: every docs/results/NAME.json has
 # beside it NAME.md, exactly what `memkit-bench markdown NAME.json` makes of it, and the headline
 # table of docs/BENCHMARKS.md (between `<!-- headline: results/NAME.json -->` and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/tests/markdown_test.cpp: a run's Markdown summary and headline table
 // (output/markdown.hpp) say what its rows say: the fastest memkit variant and the fastest peer,
 // the ratios between them, the targets; and the summary made from a results.json read back is

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """apps/memkit-bench/tests/version_test.py: memkit-bench says which release it is, and 0.1's
 `serve --threads` still works for 0.2.x.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/os.hpp: every operating-system call memkit makes, behind one small internal API.
 // Linux only: mmap/munmap/madvise, the page size, a coarse clock, and the kernel's
 // transparent-huge-page reports. The strategies above this file contain no system calls and no

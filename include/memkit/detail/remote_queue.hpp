@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/remote_queue.hpp: the multi-producer, single-consumer list that carries blocks
 // freed on other threads back to the heap that owns them, one pre-linked batch per atomic
 // operation.

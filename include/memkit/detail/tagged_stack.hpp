@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/tagged_stack.hpp: a lock-free LIFO of 32-bit block handles (a Treiber stack) whose
 // head carries an ABA tag and whose links live outside the blocks.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/thread_cache_engine.hpp: what both thread-caching resources (thread_cached.hpp)
 // are made of: per-thread heaps, remote frees in batches, the shared depot, thread exit.
 #pragma once

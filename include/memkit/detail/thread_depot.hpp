@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/thread_depot.hpp: what the per-thread heaps of a thread-caching resource share:
 // wholly free chunks, the upstream, large regions, the chunk map and the pool of heaps.
 #pragma once

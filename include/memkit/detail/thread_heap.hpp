@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/thread_heap.hpp: the per-thread heap of thread_cached.hpp and the chunk header
 // that names a block's owner: the data, and the operations that touch only one heap.
 #pragma once
