@@ -4,12 +4,13 @@
 # published and threaded workload against every memkit strategy and every peer (std::pmr,
 # Boost.Pool, foonathan, oneTBB, and mimalloc, jemalloc, tcmalloc and oneTBB's malloc proxy preloaded
 # in their own processes). Prints one table per workload
-# and writes report/index.html with the charts, report/results.json and report/results.csv.
+# and writes report/index.html with the charts, report/results.json, report/results.csv and
+# report/results.md (the run's summary, docs/results/README.md).
 # Extra arguments go to memkit-bench, e.g. --workloads json-tree,pairs --repeat 3 (see --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench=$(scripts/build-memkit-bench.sh)
 
 mkdir -p report
-"$bench" --report report --csv report/results.csv "$@" |
+"$bench" --report report --csv report/results.csv --markdown report/results.md "$@" |
   tee report/results.txt
