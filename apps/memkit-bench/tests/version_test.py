@@ -6,7 +6,8 @@
 Usage: version_test.py MEMKIT_BENCH VERSION
 
 `memkit-bench --version` must print "memkit-bench VERSION"; batch mode's deprecated `--threads 3`
-must warn, name --sharing-threads and set it; a server started with the deprecated `--threads 3`
+must warn, name --sharing-threads and set it, and the summary that run writes with --markdown must
+be what `memkit-bench markdown` makes of its --json file afterwards, and name VERSION; a server started with the deprecated `--threads 3`
 must warn on stderr that it is deprecated and name --workers, run 3 workers, and report VERSION in
 /info.
 """
@@ -38,14 +39,24 @@ def main():
 
     with tempfile.TemporaryDirectory() as scratch:
         results = os.path.join(scratch, "results.json")
+        summary = os.path.join(scratch, "results.md")
         out = subprocess.run(
             [bench, "--workloads", "false-sharing", "--variants", "std", "--scale", "0.001",
-             "--iterations", "2", "--repeat", "1", "--threads", "3", "--json", results],
+             "--iterations", "2", "--repeat", "1", "--threads", "3", "--json", results,
+             "--markdown", summary],
             capture_output=True, text=True, timeout=60)
         if out.returncode != 0:
             fail("batch --threads 3 exited with status %d: %s" % (out.returncode, out.stderr))
         with open(results) as f:
             sharing = json.load(f)["options"].get("sharing_threads")
+        with open(summary) as f:
+            written = f.read()
+        again = subprocess.run([bench, "markdown", results], capture_output=True, text=True,
+                               timeout=60)
+        if again.returncode != 0 or again.stdout != written or "| std |" not in written or \
+                ("| memkit | %s, commit" % version) not in written:
+            fail("the run's --markdown summary differs from `markdown results.json`: %r" %
+                 written[:300])
     if sharing != 3 or "--threads is deprecated" not in out.stderr or \
             "--sharing-threads" not in out.stderr:
         fail("batch --threads 3: sharing_threads %r, stderr %r" % (sharing, out.stderr[:300]))
