@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/arena_bench.cpp: memkit::arena against std::pmr::monotonic_buffer_resource (Alloc pattern).
 
 #include <memkit/arena.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/array_pool_bench.cpp: memkit::array_pool against the peers in peers_bench.cpp.
 
 #include <memkit/array_pool.hpp>

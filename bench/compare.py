@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """Tables of memkit_micro_bench results: per pattern, every variant sorted by median time.
 
 Usage: bench/compare.py build/bench/micro.json

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/concurrent_pool_bench.cpp: memkit::concurrent_pool shared by 1 and 2 threads, against the
 // thread-safe fixed-size alternatives: memkit::synchronized<pool> (a std::mutex or a
 // memkit::spin_mutex around each call), std::pmr::synchronized_pool_resource,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/containers_bench.cpp: standard containers on memkit allocators against the allocators a
 // user would pick instead: List1M (a million ints in a list), MapInsertErase (the three-run
 // container benchmark; MapTryEmplaceErase, the same with the algorithm libstdc++ gives
@@ -227,7 +228,7 @@ enum class map_insert {
   /// `emplace(k, v)`, as the three-run container benchmark writes it. libstdc++ 12 runs a
   /// different algorithm for it on std::allocator alone (stl_map.h: a branchy lower_bound, then an
   /// insert at that hint) than on any other allocator (allocate the node, then a descent GCC
-  /// compiles with cmov): docs/BENCHMARKS.md, containers-map.
+  /// compiles with cmov): docs/results/archive-2026-11-benchmarks.md, containers-map.
   emplace,
   /// `try_emplace(k, v)`: the lower_bound-then-hint algorithm for every allocator, so the variants
   /// differ only in their allocator.

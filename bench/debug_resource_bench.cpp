@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/debug_resource_bench.cpp: the cost of memkit::debug_resource over the strategy it wraps
 // (BM_Debug<Variant>_<Pattern> against BM_<Variant>_<Pattern>).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/fixed_pool_bench.cpp: memkit::fixed_pool against the peers in peers_bench.cpp.
 
 #include <memkit/fixed_pool.hpp>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Instructions per call of memkit's hot paths, counted by callgrind (exact and repeatable where wall
 # time on a shared machine is not):
 #   - per allocate/deallocate pair of every strategy (bench/pair_loop.cpp, 200 000 pairs of 32 B);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSL-1.0 */
 // bench/malloc_loop.c: 1 M malloc and 1 M free of 16-512 bytes on one thread (256 live blocks, a
 // random one replaced each time, as memkit-bench's mt-local), for counting the instructions of a
 // malloc and of a free with callgrind under whatever allocator is preloaded

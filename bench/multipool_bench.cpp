@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/multipool_bench.cpp: memkit::multipool against the peers in peers_bench.cpp.
 
 #include <memkit/multipool.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/pair_loop.cpp: one noinline loop of allocate/deallocate pairs per strategy, for counting
 // instructions with callgrind (docs/statistics.md, "Instructions per pair"). Not a Google
 // Benchmark: callgrind counts are exact and repeatable where wall time on a shared machine is not,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/patterns.hpp: the allocation patterns every policy runs, each written once (STYLE.md
 // rule 9), and the adapter that gives a memkit resource the policy interface.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/peers_bench.cpp: the allocators memkit is measured against, under the same pattern names.
 
 #include <boost/pool/pool.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/pool_bench.cpp: memkit::pool against the peers in peers_bench.cpp.
 
 #include <memkit/pool.hpp>

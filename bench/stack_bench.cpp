@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/stack_bench.cpp: memkit::stack against the peers in peers_bench.cpp (LIFO patterns only).
 
 #include <memkit/stack.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench/thread_cached_bench.cpp: the thread-caching resources against malloc and
 // std::pmr::synchronized_pool_resource, each shared by 1 and 2 threads (docs/threads.md).
 //

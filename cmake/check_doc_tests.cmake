@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Fails if a test named in a document (`Suite.Test` in backticks) does not exist in the test
 # sources, so docs/bad-input.md cannot cite a test that was renamed or never written.
 # Usage: cmake -DDOC=docs/bad-input.md -DTEST_DIR=tests -P check_doc_tests.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # pkg-config files for projects that do not use CMake: memkit.pc (the headers, with the project's
 # build switches), and, where src/ builds them, memkit-new-delete.pc (the operator new library)
 # and memkit-preload.pc (its `preload` variable names the LD_PRELOAD library). Installed into
@@ -12,11 +13,13 @@ else()
   string(REGEX REPLACE "/$" "" MEMKIT_PC_PREFIX_FROM_PCDIR "${MEMKIT_PC_PREFIX_FROM_PCDIR}")
   set(MEMKIT_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
 endif()
-if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
-  set(MEMKIT_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
-else()
-  set(MEMKIT_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
-endif()
+foreach(dir INCLUDEDIR DOCDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+    set(MEMKIT_PC_${dir} "${CMAKE_INSTALL_${dir}}")
+  else()
+    set(MEMKIT_PC_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+  endif()
+endforeach()
 
 # The switches as the CMake package exports them (cmake/switches.cmake): only those set.
 set(MEMKIT_PC_SWITCHES "")

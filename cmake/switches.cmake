@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # The build switches of config.hpp (docs/options.md) as cache variables, put on memkit's INTERFACE so
 # that every target linking memkit::memkit, here or through find_package(), compiles with the same
 # values: a program cannot silently mix two layouts of one class.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // examples/aligned_example.cpp: per-thread counters that never share a cache line.
 //
 // Counters packed next to each other sit on one cache line, which then bounces between the cores

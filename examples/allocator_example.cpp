@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Two order books, each on its own pool, handed over between sessions: memkit::allocator makes the
 // move safe (the receiving list takes the pool along) instead of freeing nodes into the wrong pool.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Request-scoped scratch memory: every request's words live in one arena, freed wholesale by
 // reset(); a speculative parse is undone with a marker.
 #include <memkit/arena.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A particle system whose per-particle state is a 2-byte countdown: array_pool packs the states
 // back to back (a pointer-linked pool would spend 8 bytes on each) and recycles dead slots.
 #include <memkit/array_pool.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Auditing allocators before handing them to containers: memkit's own pass in a static_assert,
 // and a hand-written stateful pool allocator that claims is_always_equal and does not propagate
 // on move assignment (docs/background.md#stateful-always-equal) is reported, flaw by flaw.

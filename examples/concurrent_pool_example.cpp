@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // examples/concurrent_pool_example.cpp: a request pipeline whose messages live in one
 // memkit::concurrent_pool shared by every thread.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A parser's token buffer with an off-by-one, caught by memkit::debug_resource around the pool the
 // buffers come from: the guard byte after the block is found damaged when the block is freed.
 #include <memkit/debug_resource.hpp>

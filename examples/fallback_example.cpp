@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A fixed 4 KiB buffer for the common small messages, overflowing to malloc for the rare large
 // one; frees are routed back by ownership, never guessed.
 #include <memkit/arena.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A receive path whose packets live in a pool inside the receiver: bursts never reach the heap.
 #include <memkit/fixed_pool.hpp>
 

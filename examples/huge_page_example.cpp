@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // examples/huge_page_example.cpp: 8 MiB of ints in a std::vector backed by transparent huge pages.
 //
 // A large array read at random touches many pages; with 2 MiB pages four TLB entries cover all

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A message queue for a device with no heap: variable-size messages live in one static buffer,
 // served by a static-mode multipool, and are checked when they are consumed.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A symbol table of a small interpreter: std::map nodes come from a node_pool that learns the node
 // size by itself, so no one computes sizeof(std::_Rb_tree_node<...>) or runs a generator tool.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A request-scoped JSON-like tree (docs/background.md#json-tree) on std::pmr, served by a memkit
 // arena through the pmr bridge. The node is allocator-aware the complete way: allocator-extended
 // default, copy and move constructors, so std::pmr::vectors of nodes can grow and keep every

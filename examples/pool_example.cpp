@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // examples/pool_example.cpp: an order book whose orders live in a memkit::pool.
 //
 // Orders are placed and cancelled all the time. A pool of order-sized blocks turns each of those

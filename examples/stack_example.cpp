@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Merge sort whose temporary buffers come from a stack allocator: every recursion level frees its
 // scratch before returning, so the order is LIFO by construction (and checked by the stack).
 #include <memkit/stack.hpp>

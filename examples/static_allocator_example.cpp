@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Two subsystems with their own process-wide pools: the audio thread's containers use an
 // unsynchronized multipool of their own (no lock on its path), everything else the default,
 // thread-safe one. static_allocator is stateless, so containers need no constructor argument.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Worker threads share one pool of message buffers through memkit::synchronized: every allocate
 // and deallocate runs under its mutex, so a buffer one thread fills can be freed by another.
 #include <array>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Proves that a small phone book keeps its promises when memory runs out: every allocation it
 // makes is failed in turn by memkit::exception_test_loop, and after each failure the book must be
 // unchanged and nothing may have leaked. It must also never fall back on the default resource.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Requests built on one worker thread and released on another: a thread_cached resource serves
 // both without a lock on the common path, and sends each freed block back to the thread whose
 // heap it came from, in batches. A thread_cached_pool does the same for one fixed-size record.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Game entities with unique ownership, allocated from a node_pool: allocate_unique pairs
 // construction with allocation and destruction with deallocation, so no entity leaks its
 // resources or goes back to the pool undestroyed (docs/background.md#destroy-then-deallocate).

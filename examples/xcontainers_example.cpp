@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // An embedded logger's word count with x-containers (docs/background.md#x-containers): every
 // string, stream buffer, map node and list node comes from one process-wide thread-caching
 // resource (static_allocator's default: size classes in 64 KiB chunks), never straight from the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/aligned_fuzz.cpp: memkit::aligned (cache-line decorator) over the fuzz upstream.
 #include "driver.hpp"
 #include "memkit/aligned.hpp"

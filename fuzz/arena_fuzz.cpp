@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/arena_fuzz.cpp: memkit::arena over a fuzzed caller buffer, then fuzzed upstream growth.
 #include "driver.hpp"
 #include "memkit/arena.hpp"

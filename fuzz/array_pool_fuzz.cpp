@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/array_pool_fuzz.cpp: memkit::array_pool with fuzzed block size, alignment and capacity.
 #include "driver.hpp"
 #include "memkit/array_pool.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/concurrent_pool_fuzz.cpp: memkit::concurrent_pool with fuzzed block shape and chunk size, on
 // one thread: the model checks every result, and MEMKIT_DEBUG=3 the stack's invariants (every
 // popped handle within the chunks obtained, the free stack acyclic at release).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/debug_resource_fuzz.cpp: memkit::debug_resource over a pool; correct use reports nothing.
 #include <algorithm>
 

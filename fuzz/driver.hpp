@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/driver.hpp: the libFuzzer driver every fuzz target shares: decodes the input into a stream
 // of allocate / deallocate / reset / rollback / release calls on one strategy and checks each
 // result against a model of the live blocks (docs/fuzzing.md says what is checked).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/fallback_fuzz.cpp: memkit::fallback of a fixed_pool over caller storage and a multipool.
 #include <tuple>
 

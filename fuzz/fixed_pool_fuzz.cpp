@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/fixed_pool_fuzz.cpp: memkit::fixed_pool over caller storage of fuzzed size and offset.
 #include "driver.hpp"
 #include "memkit/fixed_pool.hpp"

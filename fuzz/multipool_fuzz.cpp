@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/multipool_fuzz.cpp: memkit::multipool in heap mode or static mode, with fuzzed options.
 #include "driver.hpp"
 #include "memkit/multipool.hpp"

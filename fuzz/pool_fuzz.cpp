@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/pool_fuzz.cpp: memkit::pool with fuzzed block shape, reservation and growth steps.
 #include "driver.hpp"
 #include "memkit/pool.hpp"

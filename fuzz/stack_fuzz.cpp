@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/stack_fuzz.cpp: memkit::stack over an upstream region or a caller buffer; LIFO frees only.
 #include "driver.hpp"
 #include "memkit/stack.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/synchronized_fuzz.cpp: memkit::synchronized over a pool (owns, in_use) or an arena
 // (markers, reset, release), chosen by the first byte: every forwarded member against the model.
 #include <mutex>

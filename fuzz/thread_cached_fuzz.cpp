@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // fuzz/thread_cached_fuzz.cpp: memkit::thread_cached (any size) or memkit::thread_cached_pool (one
 // size), chosen by the first byte, with fuzzed options. The model is single-threaded; the frees
 // the input marks are remote: a second thread performs them while the fuzzing thread waits, so

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # The micro benchmarks: installs what is missing, builds memkit_micro_bench (Release), runs every
 # memkit strategy against its peers five times and prints, per pattern, the variants ranked by
 # median time with their speed-ups. Extra arguments go to the benchmark, e.g.

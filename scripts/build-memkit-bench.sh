@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Installs what memkit-bench's runs need (scripts/install-deps.sh bench) and builds memkit-bench
 # alone, Release, in build/memkit-bench; prints the binary's path on stdout. Used by
 # scripts/memkit-bench.sh and scripts/observe.sh.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Installs the Debian packages memkit's build, tests and benchmarks need, skipping those present.
 # Usage: scripts/install-deps.sh [test|bench|all]
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Observe mode: installs what is missing, builds memkit-bench (Release), serves its workloads
 # (observe.py waits until the server's /readyz answers 200: every case warm), lets a real Prometheus
 # server (Debian's `prometheus`) scrape them on loopback while

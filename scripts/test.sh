@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # The whole test suite, as CI runs it: installs what is missing, then builds and runs every test
 # three times — optimized with GCC, with AddressSanitizer + UndefinedBehaviorSanitizer with Clang,
 # and with ThreadSanitizer with Clang (every concurrent test, and the rest of the suite with it), so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/debug.cpp: debug:1 (docs/REPLACEMENT.md, "Debug mode"): guarded blocks whose every byte
 // around the caller's is checked at free, and a quarantine of freed blocks bounded in count and
 // bytes.

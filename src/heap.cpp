@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/heap.cpp: the global replacement's heap (heap.hpp, docs/REPLACEMENT.md) and the slow paths
 // of its entry points: making the heap, counting, debug mode, foreign blocks, trimming.
 #include "heap.hpp"

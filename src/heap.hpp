@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/heap.hpp: the engine of memkit's global replacement (docs/REPLACEMENT.md): one process-wide
 // thread_cached resource over memory mapped from the OS, the runtime options, and the inline fast
 // paths that malloc.cpp and new_delete.cpp share.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/init.cpp: the replacement's start-up (the heap made on the first call of any entry point,
 // without allocating, then published) and its fork handlers.
 #include <atomic>

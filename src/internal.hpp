@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/internal.hpp: what the global replacement's files share beyond the fast paths of heap.hpp:
 // one declaration per job, defined in the file named beside it.
 #pragma once

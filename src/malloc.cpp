@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/malloc.cpp: the C allocation functions of libmemkit-preload.so, with glibc's contracts
 // (docs/REPLACEMENT.md, "Contracts").
 #include <cerrno>

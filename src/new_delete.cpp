@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/new_delete.cpp: every replaceable operator new and delete, in one object file so a program
 // that links any of them links all (memkit::new_delete and libmemkit-preload.so).
 #include <cstddef>

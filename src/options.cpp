@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/options.cpp: MEMKIT_OPTIONS (docs/REPLACEMENT.md, "Options"): one table of every option, from
 // which the parser, the "unknown option" message and the rows of docs/options.md all come.
 #include <cstdint>

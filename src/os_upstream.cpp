@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/os_upstream.cpp: the global replacement's memory from the OS (os_upstream.hpp).
 #include "os_upstream.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/os_upstream.hpp: the global replacement's upstream: memory mapped from the OS, chunks carved
 // from larger reservations, and a small cache of large regions that decays back to the OS.
 #pragma once

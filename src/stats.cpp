@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // src/stats.cpp: stats:1 (docs/REPLACEMENT.md, "Options"): per-thread counter slots, the JSON
 // line, written without allocating at exit, only to the stderr the program started with or to
 // stats:PATH, and memkit_stats_json.
@@ -11,6 +12,7 @@
 
 #include "internal.hpp"
 #include "memkit/replacement.h"
+#include "memkit/version.hpp"
 
 namespace memkit::replacement {
 
@@ -155,8 +157,8 @@ std::size_t stats_json(char* out, std::size_t size) noexcept {
     h->unlock_all();
   }
   text_writer w{out, size};
-  w.put("{\"memkit\":{");
-  w.field("allocations", allocations, true);
+  w.put("{\"memkit\":{\"version\":\"" MEMKIT_VERSION_STRING "\"");
+  w.field("allocations", allocations);
   w.field("deallocations", deallocations);
   w.field("bytes_in_use", bytes_allocated - bytes_freed);
   w.field("large_allocations", large);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/assert_test.cpp: the assertion levels of detail/base/assert.hpp follow MEMKIT_DEBUG.
 #include <memkit/detail/base/assert.hpp>
 

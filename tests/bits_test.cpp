@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/bits_test.cpp: the bit scans of memkit/detail/base/bits.hpp, builtin and portable forms alike.
 #include "memkit/detail/base/bits.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/chunk_map_test.cpp: the address-to-chunk radix map of memkit/detail/chunk_map.hpp.
 #include "memkit/detail/chunk_map.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/chunk_registry_test.cpp: the number <-> start lookups of memkit/detail/chunk_registry.hpp,
 // on their own: many chunks, addresses that start no chunk, an upstream that refuses, and readers
 // racing one writer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The typed conformance suite (docs/concepts.md): every strategy, one set of contracts.
 #include <algorithm>
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The container x allocator conformance suite: every standard container with every kind of memkit
 // allocator, through insert, erase, copy, move, swap and assign with equal and unequal allocator
 // instances. A `tracked` layer under each allocator records every block, so a container freeing a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // What memkit throws and reports (memkit/error.hpp). Built as its own program, memkit_error_tests,
 // because it replaces the global operator new and delete: with the heap switched off, every memkit
 // exception must still be constructed, thrown, copied, caught and explained, as the exception

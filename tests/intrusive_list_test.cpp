@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/intrusive_list_test.cpp: memkit/detail/intrusive_list.hpp.
 #include "memkit/detail/intrusive_list.hpp"
 

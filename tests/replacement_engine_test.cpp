@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The global replacement's engine (src/'s memkit_engine_checked: every file but the entry points)
 // linked into a plain test program, so the sanitizer builds check it too: a sanitizer runtime owns
 // malloc, so there the replacement cannot be preloaded (tests/replacement runs the preloaded
@@ -23,6 +24,7 @@
 #include "internal.hpp"
 #include "memkit/error.hpp"
 #include "memkit/replacement.h"
+#include "memkit/version.hpp"
 
 namespace mr = memkit::replacement;
 
@@ -445,7 +447,10 @@ TEST(ReplacementEngine, StatsJsonIsOneObjectAndTruncatesSafely) {
   const std::size_t n = memkit_stats_json(line, sizeof line);
   ASSERT_LT(n, sizeof line);
   EXPECT_EQ(std::strlen(line), n);
-  EXPECT_EQ(std::string(line).rfind("{\"memkit\":{\"allocations\":", 0), 0u) << line;
+  EXPECT_EQ(std::string(line).rfind(
+                "{\"memkit\":{\"version\":\"" MEMKIT_VERSION_STRING "\",\"allocations\":", 0),
+            0u)
+      << line;
   EXPECT_EQ(line[n - 1], '}');
   char small[8];
   EXPECT_EQ(memkit_stats_json(small, sizeof small), n);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/stress_test.cpp: the stress harness (tests/support/stress.hpp) finds what it is for.
 #include "support/stress.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/tagged_stack_test.cpp: the lock-free stack of block handles of
 // memkit/detail/tagged_stack.hpp, on its own: order, chains, the handed-out link convention its
 // owners build on, ABA, and threads racing on it.

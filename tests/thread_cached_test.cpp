@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/thread_cached_test.cpp: the thread-caching resources (memkit/thread_cached.hpp): their
 // single-threaded contracts, and under threads the stress run, producer/consumer, thread churn and
 // exhaustion, each with a spy upstream that must get every byte back.

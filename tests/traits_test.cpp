@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Detection of the resource interface (memkit/traits.hpp): each trait on hand-made types that have
 // or lack exactly one member, and on the library's own resources. Built as C++17 in memkit_tests
 // and as C++20 in memkit_traits_cxx20_tests, where every concept must agree with its trait.

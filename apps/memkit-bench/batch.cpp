@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/batch.cpp: batch mode: selection, the processes (each group of variants
 // re-executed several times, interleaved), the pooling of their rows, and the outputs.
 
@@ -29,6 +30,7 @@
 #include "core/summary.hpp"
 #include "output/csv.hpp"
 #include "output/json.hpp"
+#include "output/markdown.hpp"
 #include "output/report.hpp"
 #include "output/table.hpp"
 #include "output/targets.hpp"
@@ -366,6 +368,9 @@ int run_batch(const batch_options& o) {
   const nlohmann::json doc = to_json(rows, info, checks);
   if (!o.json_file.empty()) {
     std::ofstream(o.json_file) << doc.dump(1) << "\n";
+  }
+  if (!o.markdown_file.empty()) {
+    std::ofstream(o.markdown_file) << markdown_summary(doc);
   }
   if (!o.csv_file.empty()) {
     std::ofstream out(o.csv_file);

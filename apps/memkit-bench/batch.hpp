@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/batch.hpp: batch mode: every selected (workload, variant) pair measured in
 // several processes, interleaved across variants, then the tables with each ratio's interval, the
 // targets and the files (docs/method.md).
@@ -23,6 +24,7 @@ struct batch_options {
   unsigned repeat = 1; ///< rounds per process, each in a forked child of it
   std::string json_file;
   std::string csv_file;
+  std::string markdown_file; ///< the run's summary (output/markdown.hpp)
   std::string report_dir;
   std::string targets_file;
   bool list = false;

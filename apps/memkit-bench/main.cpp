@@ -1,13 +1,17 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/main.cpp: the command line. Batch mode (no subcommand) measures and prints
 // (batch.hpp); `serve` serves the workloads over HTTP and `load` drives such a server
 // (serve/serve.hpp).
 
+#include <iostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <memkit/version.hpp>
 
 #include "batch.hpp"
 #include "core/params.hpp"
+#include "output/markdown.hpp"
 #include "output/targets.hpp"
 #include "serve/serve.hpp"
 
@@ -31,13 +35,25 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1000u));
   app.add_option("--json", o.json_file, "write the results as JSON to FILE");
   app.add_option("--csv", o.csv_file, "write the results as CSV to FILE");
+  app.add_option("--markdown", o.markdown_file,
+                 "write the run's summary as Markdown to FILE (docs/results/README.md)");
   app.add_option("--report", o.report_dir,
                  "write PNG charts and index.html to DIR (needs python3-matplotlib)");
+  app.set_version_flag("--version", "memkit-bench " MEMKIT_VERSION_STRING);
   app.add_flag("--list", o.list, "list the workloads and the variants that fit each, then exit");
   app.add_option("--targets", o.targets_file,
                  "the speed targets to check (default: " + o.targets_file + ")");
   memkit::bench::add_options(app, o.p);
   app.add_flag("--as-child", o.as_child, "internal: run as one process of a run")->group("");
+  // 0.1's name for --sharing-threads, kept for 0.2.x (CHANGELOG.md); hidden from --help.
+  app.add_option_function<unsigned>(
+         "--threads",
+         [&o](unsigned n) {
+           std::cerr << "memkit-bench: --threads is deprecated and goes in 0.3; use "
+                        "--sharing-threads\n";
+           o.p.sharing_threads = n;
+         })
+      ->group("");
   app.add_option("--as-replacement", o.as_replacement,
                  "internal: run as one process of a global replacement")
       ->group("");
@@ -55,6 +71,17 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535));
   serve->add_option("--workers", so.workers, "/run requests that run at once (default 4)")
       ->check(CLI::Range(1u, 256u));
+  // 0.1's name for --workers, kept for 0.2.x (CHANGELOG.md); hidden from --help.
+  serve
+      ->add_option_function<unsigned>(
+          "--threads",
+          [&so](unsigned n) {
+            std::cerr << "memkit-bench serve: --threads is deprecated and goes in 0.3; use "
+                         "--workers\n";
+            so.workers = n;
+          })
+      ->check(CLI::Range(1u, 256u))
+      ->group("");
   serve
       ->add_option("--max-connections", so.max_connections,
                    "connections served at once, a thread each; more wait (default 512)")
@@ -87,6 +114,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(memkit::bench::min_serve_iters, memkit::bench::max_serve_iters));
   load->add_option("--bad-every", lo.bad_every,
                    "make every n-th request a bad one (400s and a 404; default 0: none)");
+  std::string markdown_input;
+  std::string markdown_output;
+  bool headline = false;
+  CLI::App* markdown = app.add_subcommand(
+      "markdown", "write the Markdown summary of a results document (--json's file) without "
+                  "running anything, as --markdown would have (docs/results/README.md)");
+  markdown->add_option("results", markdown_input, "the results document")
+      ->required()
+      ->check(CLI::ExistingFile);
+  markdown->add_flag("--headline", headline,
+                     "only the headline table: per workload, std, the fastest memkit variant and "
+                     "the fastest peer (docs/BENCHMARKS.md)");
+  markdown->add_option("--output", markdown_output, "write to FILE instead of stdout");
   app.require_subcommand(0, 1);
   serve->fallthrough(); // the workload options may follow "serve"
 
@@ -96,6 +136,9 @@ int main(int argc, char** argv) {
   }
   if (*load) {
     return memkit::bench::load(lo);
+  }
+  if (*markdown) {
+    return memkit::bench::write_markdown(markdown_input, headline, markdown_output);
   }
   return memkit::bench::run_batch(o);
 }

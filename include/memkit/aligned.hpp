@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/aligned.hpp: a decorator that gives every block whole cache lines of its own.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/allocator.hpp: `memkit::allocator<T, Resource>`, a stateful standard allocator over any
 // memkit resource (docs/concepts.md), safe to move, copy and swap between containers.
 #pragma once

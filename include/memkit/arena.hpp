@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/arena.hpp: bump allocation over a caller buffer, then a chain of growing upstream blocks.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/array_pool.hpp: equal-size blocks of any size (even 1 byte) with a separate free stack.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/audit.hpp: compile-time checks that an allocator type is safe to give to a container,
 // and that an allocator-aware element type has the constructors containers need.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/concurrent_pool.hpp: a pool of fixed-size blocks shared by threads; allocate and
 // deallocate are lock-free while blocks are available.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/config.hpp: every build-time switch (docs/options.md) and the portability macros.
 #pragma once
 
@@ -58,9 +59,23 @@
 // with two layouts of one class.
 // ---------------------------------------------------------------------------------------------
 
+// 0.1's switch, kept for 0.2.x (CHANGELOG.md): MEMKIT_DEALLOCATE_CHECKS=1 is MEMKIT_DEBUG 1 and
+// =0 is level 0, unless MEMKIT_DEBUG is set too, which wins. A macro cannot carry [[deprecated]]:
+// Clang marks it deprecated (warned at the #if below, -Wdeprecated-pragma), GCC warns outright;
+// -Werror turns either into an error.
 #if defined(MEMKIT_DEALLOCATE_CHECKS)
-#error "MEMKIT_DEALLOCATE_CHECKS was replaced by MEMKIT_DEBUG: level 1 and above run the O(1) \
-deallocate checks (docs/options.md)"
+#if defined(__clang__)
+#pragma clang deprecated(MEMKIT_DEALLOCATE_CHECKS, "it goes in 0.3: use MEMKIT_DEBUG (level 1 \
+runs the O(1) deallocate checks; docs/options.md)")
+#else
+#pragma GCC warning "MEMKIT_DEALLOCATE_CHECKS is deprecated and goes in 0.3: use MEMKIT_DEBUG \
+(level 1 runs the O(1) deallocate checks; docs/options.md)"
+#endif
+#if MEMKIT_DEALLOCATE_CHECKS && !defined(MEMKIT_DEBUG)
+#define MEMKIT_DEBUG 1
+#elif !defined(MEMKIT_DEBUG)
+#define MEMKIT_DEBUG 0
+#endif
 #endif
 
 /// How much memkit checks, 0 to 3 (docs/options.md). Like `assert`, 1 unless NDEBUG is defined.

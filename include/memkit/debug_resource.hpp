@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/debug_resource.hpp: a checking wrapper around any strategy: guard bytes, fill patterns,
 // a registry of blocks, and a report naming the resource, the address and the misuse.
 #pragma once
@@ -45,6 +46,12 @@ struct debug_options {
   /// Fill fresh blocks with `debug_fresh_byte` and freed ones with `debug_freed_byte`.
   bool fill = true;
 };
+
+/// 0.1's names, kept for 0.2.x (CHANGELOG.md). `debug_report` became `misuse_report`, whose
+/// field `mistake` is now `kind`; a handler taking `const debug_report&` still compiles.
+using debug_report [[deprecated("use memkit::misuse_report (field `mistake` is now `kind`)")]] =
+    misuse_report;
+using debug_mistake [[deprecated("use memkit::misuse")]] = misuse;
 
 /// Written into every fresh block, so reading uninitialised memory shows a recognisable value.
 /// The values are MSVC's debug heap's (0xCD fresh, 0xDD freed, 0xFD guard), familiar to many.

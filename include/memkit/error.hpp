@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/error.hpp: what memkit throws on bad requests and reports on misuse (docs/concepts.md,
 // "Errors"; every case is listed in docs/bad-input.md). No exception here allocates, to be
 // constructed, copied or asked for `what()`: an exhausted heap must still be able to report.

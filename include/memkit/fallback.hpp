@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/fallback.hpp: serve from a primary resource, overflow to a secondary, route frees by
 // owns().
 #pragma once

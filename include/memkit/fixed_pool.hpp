@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/fixed_pool.hpp: equal-size blocks from caller storage, intrusive free list, lazy carving.
 #pragma once
 

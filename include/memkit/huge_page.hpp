@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/huge_page.hpp: 2 MiB-aligned regions advised for transparent huge pages, with a report of
 // whether the kernel actually backed them with huge pages.
 #pragma once
@@ -134,8 +135,8 @@ private:
 /// Why: a growing `std::vector` of 8 MiB asks for a fresh block at every doubling and frees the
 /// old one. On huge_page_resource alone each step maps, advises and faults in a 2 MiB-aligned
 /// region and unmaps the last, so every iteration zeroes about 50 MiB of huge pages for 16 MiB of
-/// blocks (strace and getrusage in docs/BENCHMARKS.md, huge-pages); the general-purpose allocators
-/// that beat it keep their memory mapped between uses, as this does.
+/// blocks (strace and getrusage: docs/results/archive-2026-11-benchmarks.md, huge-pages); the
+/// general-purpose allocators that beat it keep their memory mapped between uses, as this does.
 ///
 /// Regions are matched by exact region size (a multiple of 2 MiB), the most recently returned
 /// first (its cache lines and TLB entries are the warmest). At most `max_regions` regions and

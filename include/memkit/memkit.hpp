@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/memkit.hpp: every public memkit header, by layer (docs/concepts.md, "Layout"). The
 // testing helpers (test_resource.hpp) are not included: tests include them themselves.
 #pragma once
@@ -7,6 +8,7 @@
 #include "error.hpp"
 #include "resource.hpp"
 #include "traits.hpp"
+#include "version.hpp"
 
 // Upstreams: where chunks come from. huge_page.hpp maps memory itself, which memkit does on Linux
 // only (detail/base/os.hpp); elsewhere the umbrella leaves it out.

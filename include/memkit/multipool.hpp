@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/multipool.hpp: any size from per-size-class pools, over an upstream or a caller buffer.
 #pragma once
 

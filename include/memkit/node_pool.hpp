@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/node_pool.hpp: a pool that learns its block size from the first object it serves, so node
 // containers use a pool without anyone computing node sizes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/pmr.hpp: the std::pmr bridge: any memkit resource as a `std::pmr::memory_resource`
 // (the other direction, any std::pmr resource as a memkit upstream, is `memkit::pmr_upstream`).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/pool.hpp: a growable pool of fixed-size blocks, carved lazily from chunks that double.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSL-1.0 */
 /* memkit/replacement.h: what memkit's global replacement (memkit::new_delete, the static library
  * that replaces operator new/delete, and libmemkit-preload.so, the LD_PRELOAD malloc) exports
  * beside the standard entry points. docs/REPLACEMENT.md. Plain C, so any program may declare it. */

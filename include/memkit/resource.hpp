@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/resource.hpp: the resource interface every strategy implements (docs/concepts.md,
 // "The resource interface"), the shared throwing path, and `resource_ref`.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/spin_mutex.hpp: `memkit::spin_mutex`, a test-and-test-and-set spin lock for short
 // critical sections, such as `synchronized<pool<>, spin_mutex>` (docs/threads.md, "Which mutex").
 #pragma once
@@ -35,12 +36,12 @@ inline namespace MEMKIT_ABI {
 ///   taking away the line the holder is writing the protected data on.
 class alignas(64) spin_mutex {
 public:
-  /// Pauses a waiter spends before it starts yielding: 1,024 pauses take 13 microseconds on the
-  /// machine measured (13 ns each; `pause` is 10 to 140 cycles, depending on the x86
-  /// generation), hundreds of times a pool's section (21 instructions per allocate/deallocate
-  /// pair, docs/options.md).
+  /// Pauses a waiter spends before it starts yielding: hundreds of times a pool's section (its
+  /// instructions per pair: `memkit_pair_loop` under callgrind, docs/options.md), yet a few
+  /// microseconds (`pause` is 10 to 140 cycles, depending on the x86 generation).
   static constexpr unsigned spin_budget = 1024;
-  /// The longest wait between two reads of the flag, in pauses (0.8 microseconds there).
+  /// The longest wait between two reads of the flag, in pauses (`memkit-bench --workloads
+  /// mt-local-fixed-2t` chose it; docs/threads.md, "Which mutex").
   static constexpr unsigned max_backoff = 64;
 
   constexpr spin_mutex() noexcept = default;

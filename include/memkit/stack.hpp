@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/stack.hpp: LIFO allocation with markers over one contiguous region, order checked always.
 #pragma once
 

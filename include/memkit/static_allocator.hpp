@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/static_allocator.hpp: `memkit::static_allocator<T, Tag>`, a stateless standard allocator
 // over one process-wide resource per tag (docs/background.md#x-containers and #array-pool).
 #pragma once

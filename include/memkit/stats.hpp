@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/stats.hpp: per-strategy statistics, compiled out unless MEMKIT_STATISTICS is 1.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/synchronized.hpp: `memkit::synchronized<R, Mutex>`, any resource behind a lock, so that
 // several threads can share it (docs/concepts.md, "Threads").
 #pragma once

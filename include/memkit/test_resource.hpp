@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/test_resource.hpp: a counting resource that fails on demand, for testing code that
 // allocates (bslma::TestAllocator, P1160), the exception test loop, and a default-resource guard.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/traits.hpp: compile-time detection of the resource interface (docs/concepts.md, "The
 // resource interface"): what a type implements, and which optional members it has. Everything that
 // adapts to a resource's capabilities (decorators, adapters, the audit, the fuzz driver, the typed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/unique.hpp: `allocate_unique`, a `std::unique_ptr` whose deleter destroys the object and
 // then returns its memory to the allocator (or memkit resource) it came from, in that order
 // (docs/background.md#destroy-then-deallocate).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/upstream.hpp: the resources strategies draw their memory from (docs/concepts.md,
 // "Upstream"): the C heap, operator new, a caller buffer, nothing at all, or any std::pmr resource.
 #pragma once

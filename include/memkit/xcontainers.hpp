@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/xcontainers.hpp: "x" containers (docs/background.md#x-containers): the standard
 // containers, strings and string streams with `static_allocator` (a process-wide thread-caching
 // resource per tag) as their default allocator.

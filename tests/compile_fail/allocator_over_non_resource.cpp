@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // compile_fail/allocator_over_non_resource.cpp: memkit::allocator<T, R> over a type that does not
 // implement the resource interface (here: a std::pmr resource, which needs memkit::pmr_upstream)
 // is rejected with a message naming the requirement. The twin wraps it in pmr_upstream.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // compile_fail/audit_allocator_aware.cpp: memkit::audit_allocator_aware names the constructors an
 // allocator-aware node lacks (here only the allocator-extended default constructor is there:
 // docs/background.md#pmr-extended-constructors) before any container is instantiated. The twin has

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // compile_fail/audit_missing_deallocate.cpp: an allocator without deallocate(p, n) is rejected by
 // memkit::audit with a message naming the missing member; the twin has it and passes.
 #include <cstddef>

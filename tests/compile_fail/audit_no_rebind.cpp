@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // compile_fail/audit_no_rebind.cpp: a pool allocator parameterized by a block count
 // (docs/background.md#pool-allocator-rebind) has a non-type template parameter the automatic rebind
 // cannot replace, so node containers cannot rebind it; memkit::audit says so. The twin declares

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // compile_fail/audit_stateful_always_equal.cpp: a stateful pool allocator that claims every
 // instance is interchangeable and does not propagate on move assignment (the container bug of
 // docs/background.md#stateful-always-equal) is rejected by memkit::audit; the fixed twin

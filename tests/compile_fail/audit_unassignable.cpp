@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // compile_fail/audit_unassignable.cpp: an allocator that propagates on move assignment but holds
 // its resource by reference cannot be assigned, so containers cannot propagate it; memkit::audit
 // says so. The twin holds a pointer and passes.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Compiles SOURCE with -DMEMKIT_COMPILE_FAIL and succeeds only if the compiler rejects it AND its
 # diagnostics match REGEX: proof that the translation unit fails for the reason under test.
 # (ctest's WILL_FAIL cannot prove that: it passes on any failure, and combined with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // compile_fail/pmr_emplace_resource.cpp: the first uses-allocator pitfall of std::pmr
 // (docs/background.md#pmr-emplace-resource). A std::pmr::vector already passes its allocator to
 // each new element, so emplace_back(&resource) asks for a constructor (memory_resource*, allocator)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // compile_fail/pmr_missing_extended_constructors.cpp: the second uses-allocator pitfall of std::pmr
 // (docs/background.md#pmr-extended-constructors). A node with only the allocator-extended default
 // constructor cannot be moved into the new buffer when a std::pmr::vector grows. The twin has all

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Configures memkit from SOURCE_DIR in BINARY_DIR with MEMKIT_DEBUG=3 and MEMKIT_STATISTICS=ON and
 # nothing built (the headers alone, no replacement libraries), then installs it into PREFIX: the
 # package tests/consumers/switches finds.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Compiles main.cpp with MAIN_FLAGS and pool_user.cpp with USER_FLAGS (';'-separated -D options)
 # and links them. With EXPECT=fail the test passes only if the link fails with an unresolved
 # reference to fill(), the function whose pool parameter differs in layout: proof that the two

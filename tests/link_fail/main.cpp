@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // link_fail/main.cpp: calls pool_user.cpp's fill() with a pool of this translation unit's layout.
 #include <cstddef>
 #include <memkit/pool.hpp>

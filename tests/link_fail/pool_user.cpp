@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // link_fail/pool_user.cpp: one translation unit of a two-part program; it defines a function that
 // takes a memkit::pool, main.cpp calls it. Built with other layout-changing switches than main.cpp,
 // its pool is another type (another ABI namespace), so the call must not link.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/replacement/contract_test.cpp: the C allocation entry points' contracts, as glibc 2.36
 // (Debian 12) keeps them. The same program runs on glibc and under libmemkit-preload.so, so every
 // assertion here is one glibc passes: where memkit must behave as glibc does, the glibc run proves

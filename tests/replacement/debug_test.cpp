@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/replacement/debug_test.cpp: MEMKIT_OPTIONS=debug:1 under the hazards a debug mode must
 // survive, each in a child of this program (its exit and stderr checked): a byte written anywhere
 // in the 64 bytes before or after a block is reported as an underrun or overrun naming the block,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/replacement/harness.cpp: checks, child processes and the contract test's main.
 //
 // Usage: memkit_replacement_contract glibc|memkit [CASE...]

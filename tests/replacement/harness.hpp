@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/replacement/harness.hpp: the contract test's own small harness. The program runs once on
 // glibc and once under LD_PRELOAD=libmemkit-preload.so (tests/replacement/CMakeLists.txt), so it
 // cannot use GoogleTest's allocation-heavy machinery as the thing under test's first client; a

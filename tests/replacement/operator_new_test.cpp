@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/replacement/operator_new_test.cpp: every replaceable operator new and delete
 // ([new.delete.single], [new.delete.array]) through the replacement, with the failure contract:
 // the throwing forms throw std::bad_alloc, the nothrow forms return null, and both call the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """Real programs under a preloaded malloc (tests/replacement/CMakeLists.txt registers each).
 
 Usage: real_programs.py PROGRAM --preload LIB --min-allocations N --tool PATH [--debug]

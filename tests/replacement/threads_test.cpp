@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/replacement/threads_test.cpp: the replacement under threads: blocks freed by other threads,
 // fork() while another thread is inside malloc, and frees during thread and process teardown
 // (thread_local destructors, pthread key destructors; the atexit handler is in harness.cpp).

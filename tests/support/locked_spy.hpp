@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/support/locked_spy.hpp: spy_resource behind a mutex, with the peak of its bytes in use, so
 // a test can read it while other threads allocate, and assert a bound on a whole run.
 #pragma once

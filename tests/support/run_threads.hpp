@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/support/run_threads.hpp: starts test threads together, so that they race from their first
 // operation instead of one finishing before the next is created.
 #pragma once

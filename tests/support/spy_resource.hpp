@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/support/spy_resource.hpp: an upstream that records every block it hands out and checks
 // every return against it, so a test can assert "nothing leaked, nothing mismatched".
 #pragma once

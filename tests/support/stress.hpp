@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/support/stress.hpp: a seeded multi-threaded stress run for any thread-safe resource. Every
 // block is stamped with its owner and a sequence number when allocated and checked byte for byte
 // when freed, so a block handed to two threads at once, freed into the wrong place or overwritten

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/thread/chunk_test.cpp: chunk headers (memkit/detail/thread/chunk.hpp): where a header
 // sits, and how any address in a chunk finds it.
 #include "memkit/detail/thread/chunk.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/thread/depot_test.cpp: what the heaps share (memkit/detail/thread/depot.hpp), with its
 // large regions (large.hpp) and decay (decay.hpp): every chunk, region and heap obtained from a spy
 // upstream comes back to it, and memory is decommitted exactly when its delay has passed.

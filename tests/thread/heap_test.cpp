@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/thread/heap_test.cpp: one thread's cache (memkit/detail/thread/heap.hpp): the direct table
 // from sizes to current chunks, the partial lists, the spares.
 #include "memkit/detail/thread/heap.hpp"

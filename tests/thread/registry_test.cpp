@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/thread/registry_test.cpp: per-thread bindings of resource instances
 // (memkit/detail/thread/registry.hpp): found by key, stale after a re-key, handed back once at
 // thread exit, never after the instance withdrew.

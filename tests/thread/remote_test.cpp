@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/thread/remote_test.cpp: remote frees (memkit/detail/thread/remote.hpp): the MPSC batch
 // queue and the per-destination batches of the freeing thread.
 #include "memkit/detail/thread/remote.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/valgrind/clean.cpp: correct use of every strategy, built with MEMKIT_VALGRIND=1 and run
 // under memcheck by ctest (valgrind.clean), which passes only with zero memcheck errors: the client
 // requests must never flag memory a strategy itself reads (free-list links, stack headers) or

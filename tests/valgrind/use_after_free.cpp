@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/valgrind/use_after_free.cpp: reads a freed pool block. Built with MEMKIT_VALGRIND=1 and run
 // under memcheck by ctest (valgrind.use_after_free), which passes only if memcheck reports an
 // invalid read: the block lies inside a live malloc chunk, so only memkit's client requests can

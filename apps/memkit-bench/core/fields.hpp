@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/fields.hpp: JSON for a record described by a field list (an X-macro such
 // as MEMKIT_BENCH_RESULT_FIELDS), so each record's list is the only place its fields are named.
 #pragma once

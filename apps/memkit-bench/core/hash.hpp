@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/hash.hpp: the result hashes that prove every variant of a workload
 // computed the same thing (a mismatch fails the run).
 #pragma once

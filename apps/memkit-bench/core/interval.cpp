@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/interval.cpp: the percentile bootstrap over per-process medians, and the
 // verdicts drawn from its intervals.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/interval.hpp: how sure a ratio of two variants' times is. Each variant
 // runs in several processes, each a different draw of code and heap layout; a ratio's 95 %
 // interval is a percentile bootstrap over those processes' medians, and a verdict is given only

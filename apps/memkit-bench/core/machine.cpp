@@ -1,13 +1,17 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/machine.cpp: the machine facts, from /proc, uname and the compiler.
 
 #include "core/machine.hpp"
 
 #include <sys/utsname.h>
 
+#include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <thread>
 
 #include <memkit/huge_page.hpp>
+#include <memkit/version.hpp>
 
 namespace memkit::bench {
 namespace {
@@ -25,10 +29,39 @@ std::string first_line_with(const char* path, const std::string& key) {
   return "unknown";
 }
 
+/// The commit memkit-bench was built from, asked of git at run time so a rebuild after a commit
+/// is not needed: "unknown" where the source tree or git is missing.
+std::string source_commit() {
+  std::string commit;
+  if (std::FILE* p = ::popen("git -C '" MEMKIT_BENCH_SOURCE_DIR
+                             "' describe --always --dirty --abbrev=12 2>/dev/null",
+                             "r")) {
+    char line[128];
+    if (std::fgets(line, sizeof line, p) != nullptr) {
+      commit = line;
+      commit.erase(commit.find_last_not_of("\n") + 1);
+    }
+    ::pclose(p);
+  }
+  return commit.empty() ? "unknown" : commit;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm t{};
+  char text[32];
+  return ::gmtime_r(&now, &t) != nullptr && std::strftime(text, sizeof text, "%FT%TZ", &t) != 0
+             ? text
+             : "unknown";
+}
+
 } // namespace
 
 run_info describe_run() {
   run_info info;
+  info.version = MEMKIT_VERSION_STRING;
+  info.commit = source_commit();
+  info.date = utc_now();
   info.optimized = built_optimized();
 #if defined(__clang__)
   info.compiler = "clang " __clang_version__;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/measure.cpp: the resident-memory probes, and a measurement in a forked
 // child, its result sent back through a pipe.
 

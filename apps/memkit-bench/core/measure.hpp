@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/measure.hpp: one measurement of a workload's iteration under a policy:
 // a cold iteration, the timed ones, the result hash and the peak resident memory; in this process
 // or, isolated, in a forked child.

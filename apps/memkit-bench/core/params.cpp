@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/params.cpp: the parameters' JSON form, command-line options and child
 // arguments, each generated from MEMKIT_BENCH_PARAMS_FIELDS.
 

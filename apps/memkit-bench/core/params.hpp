@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/params.hpp: the knobs of every workload, described once.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/random.hpp: seeded randomness and the free orders built from it, shared by
 // memkit-bench's workloads and the micro benchmarks in bench/ (bench/patterns.hpp), so that both
 // free blocks in the same LIFO, FIFO and shuffled orders. Header-only and free of the app's other

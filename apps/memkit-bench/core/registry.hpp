@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/registry.hpp: workloads, and the registry that pairs each with the
 // variants that fit it. Each workload is written once, as a generic lambda over a policy
 // (policies/policy.hpp); the glossary is in docs/BENCHMARKS.md.

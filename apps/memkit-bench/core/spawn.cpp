@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/spawn.cpp: posix_spawn of /proc/self/exe with an environment of a chosen
 // size, and the checks that address space layout randomization is on.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/spawn.hpp: memkit-bench re-executed as a child process, one process of
 // the run's several (docs/method.md): a fresh exec, so each child is a new draw of code and heap
 // layout (ASLR, a randomized environment size), which a fork would share with its parent.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/summary.cpp: summaries of measurements and the checks across rows.
 
 #include "summary.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/summary.hpp: a (workload, variant) pair's measurements summarised as one
 // result row, and the checks across the rows of a workload.
 #pragma once

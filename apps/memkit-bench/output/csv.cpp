@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/csv.cpp: the results as CSV, the columns generated from
 // MEMKIT_BENCH_RESULT_FIELDS.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/csv.hpp: the results as CSV (batch mode's --csv).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/format.hpp: number formats shared by the tables and the targets.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/json.cpp: the results as JSON and read back, each record generated from
 // MEMKIT_BENCH_RESULT_FIELDS.
 
@@ -15,6 +16,9 @@ nlohmann::json to_json(const std::vector<result>& rows, const run_info& info,
   nlohmann::json doc;
   doc["schema"] = schema_version;
   doc["tool"] = "memkit-bench";
+  doc["version"] = info.version;
+  doc["commit"] = info.commit;
+  doc["date"] = info.date;
   doc["optimized"] = info.optimized;
   doc["machine"] = {{"cpu", info.cpu},
                     {"cores", info.cores},

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/json.hpp: the results as JSON (batch mode's --json and report data,
 // serve mode's /run records) and read back (a replacement's child process hands its rows over so).
 #pragma once

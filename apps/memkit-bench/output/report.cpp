@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/report.cpp: running report.py, found where the build left it.
 
 #include "output/report.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/report.hpp: the HTML report with charts (batch mode's --report), drawn
 // by report.py with matplotlib.
 #pragma once

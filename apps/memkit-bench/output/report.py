@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """memkit-bench's report: PNG charts and an index.html from the JSON memkit-bench writes.
 
 Usage: report.py RESULTS.json OUTPUT_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/table.cpp: the results as text tables, one per workload.
 
 #include "output/table.hpp"

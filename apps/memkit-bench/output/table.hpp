@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/table.hpp: the results as text tables, one per workload.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/targets.cpp: reading the speed targets and checking them.
 
 #include "output/targets.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/output/targets.hpp: the speed targets, read from a JSON file (targets.json) and
 // checked on the rows of a run.
 #pragma once

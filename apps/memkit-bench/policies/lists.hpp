@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/policies/lists.hpp: the groups of policies a workload registers at once.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/policies/memkit.hpp: the memkit strategies as policies.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/policies/peers.hpp: Boost.Pool and foonathan/memory as policies.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/policies/pmr.hpp: the standard library's std::pmr resources as policies.
 #pragma once
 

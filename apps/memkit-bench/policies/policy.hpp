@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/policies/policy.hpp: what a policy is, the hint it is built from, and the
 // baseline policy every other is compared with (std).
 //

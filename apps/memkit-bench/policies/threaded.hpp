@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/policies/threaded.hpp: the thread-safe policies the threaded workloads
 // (workloads/threads.cpp, workloads/cache_lines.cpp) share between their threads: memkit's
 // synchronized and lock-free strategies and the peers built for threads.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/replacement/replacement.cpp: re-executing memkit-bench under a preloaded malloc
 // and proving, from inside the child, that the preloaded library really serves allocation. A
 // replacement that did not intercept "will perform like glibc malloc", as the json-tree service

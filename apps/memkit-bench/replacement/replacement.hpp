@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/replacement/replacement.hpp: memkit's own libmemkit-preload.so, mimalloc,
 // jemalloc, tcmalloc and oneTBB's tbbmalloc proxy as global malloc/operator new replacements, each
 // run in child processes under LD_PRELOAD (core/spawn.hpp) and checked to have really taken over.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/serve/bounded_server.cpp: serve mode's thread-per-connection task queue and the
 // limits of its cpp-httplib server.
 

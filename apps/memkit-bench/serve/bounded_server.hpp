@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/serve/bounded_server.hpp: serve mode's cpp-httplib server with bounds on what
 // an idle or slow connection can hold: a thread per connection up to a limit, timeouts, a listen
 // backlog.

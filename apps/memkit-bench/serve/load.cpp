@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/serve/load.cpp: `memkit-bench load`: a bounded number of keep-alive clients
 // drive a serve-mode server for a bounded time, mixing in bad requests, checking every answer.
 

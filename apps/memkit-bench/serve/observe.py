@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """Observe mode: memkit-bench serve scraped by a real Prometheus server, its latency histogram
 read back through PromQL as p50 and p99 per variant over time (docs/SERVE.md).
 

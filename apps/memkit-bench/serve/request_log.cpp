@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/serve/request_log.cpp: serve mode's structured request log.
 
 #include "serve/request_log.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/serve/request_log.hpp: serve mode's structured request log: one JSON line per
 // request (--log-requests[=FILE]).
 #pragma once

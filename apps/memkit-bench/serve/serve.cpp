@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/serve/serve.cpp: serve mode: /healthz, /readyz, /info, /run and /metrics over
 // cpp-httplib, metrics through prometheus-cpp, graceful stop on SIGINT/SIGTERM.
 
@@ -29,6 +30,8 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+
+#include <memkit/version.hpp>
 
 #include "core/machine.hpp"
 #include "core/measure.hpp"
@@ -296,7 +299,7 @@ private:
     }
     return {
         {"tool", "memkit-bench"},
-        {"version", MEMKIT_BENCH_VERSION},
+        {"version", MEMKIT_VERSION_STRING},
         {"schema", schema_version},
         {"build_type", MEMKIT_BENCH_BUILD_TYPE},
         {"optimized", machine.optimized},

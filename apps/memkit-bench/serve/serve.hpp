@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/serve/serve.hpp: serve mode (the workloads over HTTP, with Prometheus metrics)
 // and the load client that drives it.
 #pragma once

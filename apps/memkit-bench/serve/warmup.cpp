@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/serve/warmup.cpp: serve mode's warm-up thread.
 
 #include "serve/warmup.hpp"

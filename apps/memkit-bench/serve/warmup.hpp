@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/serve/warmup.hpp: serve mode's warm-up: every served case run on a thread of
 // its own while the server already answers, with the progress /readyz and /metrics report.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """memkit-bench serve mode while slow clients hold connections open.
 
   idle_connections_test.py MEMKIT_BENCH [SERVE_OPTION...]

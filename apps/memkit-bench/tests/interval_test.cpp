@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/tests/interval_test.cpp: the intervals against distributions whose true ratio
 // is known, the verdicts on synthetic processes (a fake variant faster by a fixed factor whose
 // processes each draw a different layout), the targets judged by them, and the pooling of

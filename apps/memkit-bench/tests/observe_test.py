@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """memkit-bench serve mode observed from outside: by a real Prometheus server, and through its
 JSON request log.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """memkit-bench serve mode while it warms up: liveness at once, readiness when warm (docs/SERVE.md,
 "Liveness and readiness").
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/tests/records_test.cpp: the records memkit-bench writes and reads back are each
 // described once (MEMKIT_BENCH_RESULT_FIELDS, MEMKIT_BENCH_PARAMS_FIELDS): prove the trips through
 // JSON, CSV and a child's command line lose nothing.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """memkit-bench serve mode under test (docs/SERVE.md), driven from outside as a client would.
 
   serve_test.py load MEMKIT_BENCH    the load test: `memkit-bench load` in a second process, bad

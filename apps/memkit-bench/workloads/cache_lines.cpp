@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/cache_lines.cpp: allocator-induced false sharing, the cache-scratch
 // and cache-thrash tests of the Hoard paper (Berger et al., "Hoard: A Scalable Memory Allocator
 // for Multithreaded Applications", ASPLOS 2000; docs/background.md#false-sharing). Each thread

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/containers.cpp: the three-run container benchmark
 // (docs/background.md#cold-and-warm-containers): list,
 // map and string insert/remove of 10,000 elements in one container.

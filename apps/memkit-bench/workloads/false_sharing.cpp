@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/false_sharing.cpp: false sharing between neighbouring counters
 // (docs/background.md#false-sharing): threads each incrementing their own counter, placed as real
 // code places them (adjacent in one array, or packed by a pool) or on cache lines of their own.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/glibc_simple.cpp: glibc's own malloc micro benchmark
 // (benchtests/bench-malloc-simple.c in the GNU C Library), written here from its published
 // description: allocate a small number of blocks of one size, write them, free them all, again

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/huge_pages.cpp: huge pages for a growing vector
 // (docs/background.md#huge-pages): a vector filled with megabytes of ints, and how much of it huge
 // pages back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/json_tree.cpp: the json-tree service workload
 // (docs/background.md#json-tree): a synthetic JSON-shaped tree of labelled nodes with int arrays,
 // built, hashed and dropped per request.

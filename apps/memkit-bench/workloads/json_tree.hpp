@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/json_tree.hpp: the json-tree service workload's request
 // (docs/background.md#json-tree), shared by the json-tree workload and mt-server.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/large_blocks.cpp: large blocks, written here from the published
 // description of malloc-large in the mimalloc-bench suite ("allocation of large blocks between 5
 // and 25 MiB with up to 20 live at any time", contributed in mimalloc's issue 447): a random one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/larson.cpp: the server churn of Larson and Krishnan ("Memory
 // allocation for long-running server applications", ISMM 1998), written here from its published
 // description: each of n server threads replaces random blocks of its own array of live blocks;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/leak_on_exit.cpp: threads that exit while objects they allocated
 // are still live, after the mleak test of the mimalloc-bench suite (whose description: threads
 // that allocate a long-lived object and terminate, many times over; "some allocators can leak a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/node_containers.hpp: the node containers the list and container
 // workloads build, over any policy, and the node size the fixed-size peers are told.
 #pragma once

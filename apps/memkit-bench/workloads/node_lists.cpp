@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/node_lists.cpp: lists of ints built, summed and destroyed: list-1m
 // (docs/background.md#list-of-a-million-ints) and node-lists (the node-list benchmark,
 // docs/background.md#node-list-benchmark).

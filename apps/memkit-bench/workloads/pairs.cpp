@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/pairs.cpp: fixed-size allocate/free pairs: N blocks allocated, then
 // freed in each free order of core/random.hpp (the patterns bench/ times too), for each block size.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/pareto.cpp: a Pareto mix of sizes up to 1 KiB through operator
 // new and delete, written here from the published description of alloc-test (OLogN
 // Technologies, "Testing Memory Allocators: ptmalloc2 vs tcmalloc vs hoard vs jemalloc While

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/realloc_growth.cpp: buffers grown by realloc, a few bytes at a
 // time, as a string builder or a log line that reallocates to the exact new length on every
 // append does. What it costs depends on whether the allocator can grow a block where it lies

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/stamps.hpp: what the allocator-field workloads (larson.cpp,
 // xmalloc.cpp, pareto.cpp, leak_on_exit.cpp, glibc_simple.cpp, large_blocks.cpp) share: a block
 // stamped with a value its freer reads back, a hash of such values that does not depend on which

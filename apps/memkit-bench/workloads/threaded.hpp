@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/threaded.hpp: what the threaded workloads share: the thread counts
 // they run at, and running one body on each of n threads with a hash that does not depend on how
 // the threads interleave.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/threads.cpp: the threaded workloads of a service: each thread with
 // its own blocks (mt-local), every free remote (mt-producer-consumer), and the json-tree request
 // on workers sharing one resource (mt-server), each at every count of thread_counts.

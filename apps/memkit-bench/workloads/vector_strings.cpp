@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/vector_strings.cpp: the vector-of-strings arena benchmark
 // (docs/background.md#vector-strings): a vector of 32 strings longer than the SSO limit built per
 // iteration, as its source wrote it and as an arena user would write it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/workloads.hpp: every workload, each registered by its own file with
 // the variants that fit it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/xmalloc.cpp: dedicated producer and consumer threads, written here
 // from the published description of xmalloc-test (Lever and Boreham, "malloc() Performance in a
 // Multithreaded Linux Environment", USENIX 2000; the version the allocator comparisons run comes

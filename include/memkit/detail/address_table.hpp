@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/address_table.hpp: blocks keyed by address, with their size and alignment.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/atomic_stats.hpp: the statistics hooks of stats.hpp for strategies whose calls
 // run on several threads at once.
 #pragma once

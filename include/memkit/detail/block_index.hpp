@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/block_index.hpp: division-free mapping of a byte offset to a block index.
 #pragma once
 

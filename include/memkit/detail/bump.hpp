@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/bump.hpp: the bump-pointer step shared by buffer_resource, arena and stack.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/carver.hpp: lazy carving of equal blocks from a range, and the verdicts on bad
 // geometry and on misuse that the strategies carving them share.
 #pragma once

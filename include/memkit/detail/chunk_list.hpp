@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/chunk_list.hpp: chunks obtained from an upstream, each with a header at its end,
 // linked oldest first; the growth policy that sizes them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/chunk_map.hpp: which chunk an address lies in, in O(1), readable by every thread
 // while one writer adds and removes chunks.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/chunk_registry.hpp: the chunks of a concurrent strategy by number and by address,
 // read without a lock while they are added under one.
 #pragma once

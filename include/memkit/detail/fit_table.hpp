@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/fit_table.hpp: "does this request fit a block?" in one load and one compare.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/free_list.hpp: the intrusive list of free blocks every free-list strategy keeps.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/intrusive_list.hpp: a doubly linked list threaded through two pointer members of
 // the objects it holds, one word of its own.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/singleton.hpp: a process-wide object that is constructed on first use and never
 // destroyed, for resources that static objects may still reach during program exit.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/size_class.hpp: multipool's size classes, computed in O(1) arithmetic.
 //
 // The scheme is jemalloc's (jemalloc(3), "Size classes"): sizes up to 128 bytes round up to a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/spin_wait.hpp: the processor's spin-wait hint, for the loops that wait on another
 // thread's store (spin_mutex.hpp), and a bounded exponential backoff for those that retry a failed
 // compare-and-swap (tagged_stack.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/tagged_stack.hpp: a lock-free LIFO of 32-bit block handles (a Treiber stack) whose
 // head carries an ABA tag and whose links live outside the blocks.
 #pragma once
@@ -127,11 +128,9 @@ public:
   void clear() noexcept { head_.store(pack(no_block, 0), std::memory_order_relaxed); }
 
 private:
-  // The longest backoff, in pauses, after a failed compare-and-swap: 64 (0.2 to 3 us at 3 GHz).
-  // memkit-bench's mt-local-fixed-2t (concurrent_pool, 3 interleaved runs, medians;
-  // docs/threads.md, "concurrent_pool") took 18.7 ms without backoff, 13.5 with 16, 11.3 with
-  // 64, 10.7 with 256 and 10.8 with 1024: beyond 64 the gain is 5 % for a wait up to 16 times
-  // longer.
+  // The longest backoff, in pauses, after a failed compare-and-swap: past 64 a longer wait bought
+  // little (`memkit-bench --workloads mt-local-fixed-2t --variants memkit-concurrent-pool`;
+  // docs/threads.md, "concurrent_pool").
   static constexpr unsigned max_backoff = 64;
 
   static constexpr std::uint64_t pack(block_handle h, std::uint32_t tag) noexcept {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/text_writer.hpp: text into a caller's buffer without allocating.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A program linked with `pkg-config --libs memkit-new-delete`: its operator new must be memkit's.
 #include <memkit/replacement.h>
 

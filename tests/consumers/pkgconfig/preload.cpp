@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Run as `preload memkit` under LD_PRELOAD=$(pkg-config --variable=preload memkit-preload), and as
 // `preload glibc` without it: malloc(1) must come from memkit in the first run and only then.
 // memkit_owns is looked up, not linked, so the program runs without the library too.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Compiles only with the switch values its CMakeLists expects for this target.
 #include <cstdio>
 #include <memkit/pool.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/replacement/programs/churn.cpp: thread churn and memory return, for
 // tests/replacement/real_programs.py.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 """A python3 workload for tests/replacement/real_programs.py: dicts, lists, strings, JSON round
 trips, four threads, and child processes started (fork or vfork, then exec) while the other threads
 allocate, with output that depends only on the computation (run it with PYTHONHASHSEED=0 and

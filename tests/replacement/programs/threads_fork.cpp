@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // tests/replacement/programs/threads_fork.cpp: a C++ program with threads and fork() for
 // tests/replacement/real_programs.py. Four threads build and tear down maps of strings, handing
 // every fourth node's string to a neighbour to free; meanwhile the main thread forks children that

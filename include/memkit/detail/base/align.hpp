@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/base/align.hpp: alignment and overflow-checked size arithmetic.
 #pragma once
 

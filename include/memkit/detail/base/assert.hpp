@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/base/assert.hpp: assertions in three levels, chosen by MEMKIT_DEBUG (config.hpp).
 #pragma once
 

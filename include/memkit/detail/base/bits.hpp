@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/base/bits.hpp: the bit scans the size classes, the alignment tables and the chunk
 // registry compute with, each once.
 #pragma once

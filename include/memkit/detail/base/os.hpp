@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/base/os.hpp: every operating-system call memkit makes, behind one small internal
 // API. Linux only: mmap/munmap/madvise, the page size, a coarse clock, the kernel's
 // transparent-huge-page reports, and the thread-exit hook. The strategies above this file contain

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/base/poison.hpp: tells AddressSanitizer (and memcheck, opt-in) which memory a
 // strategy holds free, so a use after free or an overrun inside a pool is reported
 // (docs/debugging.md).

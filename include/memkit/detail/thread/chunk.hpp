@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/thread/chunk.hpp: the unit a thread-caching resource gets memory in, and the header
 // that tells any thread, from a block's address alone, which heap owns the block.
 #pragma once

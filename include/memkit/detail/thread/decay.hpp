@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/thread/decay.hpp: when memory a thread-caching resource no longer uses goes back to
 // the OS.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/thread/depot.hpp: what the per-thread heaps of a thread-caching resource share:
 // wholly free chunks, the upstream, the chunk map, large regions and the pool of heaps.
 #pragma once

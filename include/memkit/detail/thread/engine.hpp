@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/thread/engine.hpp: what both thread-caching resources (thread_cached.hpp) and the
 // global replacement (src/) run on: the allocation and free paths over the parts of this folder.
 #pragma once

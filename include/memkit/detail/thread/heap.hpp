@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/thread/heap.hpp: one thread's cache of a thread-caching resource, and the
 // operations that touch only that heap.
 #pragma once

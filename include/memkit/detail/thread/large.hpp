@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/thread/large.hpp: blocks too large for any class, each in a region of its own with
 // a chunk header, so a free finds it as it finds a small block.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/thread/registry.hpp: per-thread state keyed by resource instance, found in one
 // thread-local load, detected as stale after its instance is gone, and handed back at thread exit.
 #pragma once

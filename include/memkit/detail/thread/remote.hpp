@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // memkit/detail/thread/remote.hpp: how a block freed on one thread goes back to the heap that owns
 // it: batched per destination on the freeing thread, posted with one atomic operation a batch,
 // taken all at once by the owner.

@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: BSL-1.0
+# Fails unless include/memkit/version.hpp says the same release as project(VERSION): its three
+# numbers, its string, and the changelog's newest release heading (CHANGELOG.md).
+# Usage: cmake -DVERSION=0.2.0 -DHEADER=include/memkit/version.hpp -DCHANGELOG=CHANGELOG.md
+#          -P check_version.cmake
+file(READ ${HEADER} header)
+string(REPLACE "." ";" parts ${VERSION})
+set(index 0)
+set(problems "")
+foreach(part MAJOR MINOR PATCH)
+  list(GET parts ${index} expected)
+  math(EXPR index "${index} + 1")
+  string(REGEX MATCH "#define MEMKIT_VERSION_${part} ([0-9]+)" found "${header}")
+  if(NOT found OR NOT CMAKE_MATCH_1 STREQUAL expected)
+    string(APPEND problems "MEMKIT_VERSION_${part} is '${CMAKE_MATCH_1}', project(VERSION) says ${expected}\n")
+  endif()
+endforeach()
+string(REGEX MATCH "#define MEMKIT_VERSION_STRING \"([^\"]*)\"" found "${header}")
+if(NOT CMAKE_MATCH_1 STREQUAL VERSION)
+  string(APPEND problems "MEMKIT_VERSION_STRING is '${CMAKE_MATCH_1}', project(VERSION) says ${VERSION}\n")
+endif()
+if(CHANGELOG)
+  file(READ ${CHANGELOG} changelog)
+  string(REGEX MATCH "\n## \\[([0-9]+\\.[0-9]+\\.[0-9]+)\\]" found "${changelog}")
+  if(NOT CMAKE_MATCH_1 STREQUAL VERSION)
+    string(APPEND problems "CHANGELOG.md's newest release is '${CMAKE_MATCH_1}', project(VERSION) says ${VERSION}\n")
+  endif()
+endif()
+if(problems)
+  message(FATAL_ERROR "${problems}")
+endif()
+message(STATUS "version ${VERSION}: the header agrees")
