@@ -77,13 +77,11 @@ static_assert(sizeof(chunk) == 2 * cache_line_size);
 
 /// Where in its chunk a header sits: headers are coloured, `colors` places a header apart, by the
 /// chunk's address. Chunks are aligned to 64 KiB, so uncoloured headers would all fall in the same
-/// two sets of every cache whose way is 64 KiB or less (L1's 4 KiB, and so on): a thread using
-/// more classes than L1 has ways (mt-local's 16 on a 12-way L1) then missed L1 on a header line
-/// about once every two calls (cachegrind of the replacement under bench/malloc_loop.c's pattern,
-/// 1 M malloc/free pairs of 16-512 B: 928 k misses uncoloured, 74 k coloured; docs/threads.md,
-/// "How a block finds its owner"). Consecutive chunks take consecutive colours, so 16 chunks'
-/// headers fill 32 distinct sets; the cost is up to 1,920 bytes of a chunk's blocks (960 on
-/// average, 1.5 %).
+/// two sets of every cache whose way is 64 KiB or less, and a thread using more classes than L1 has
+/// ways would miss L1 on a header line on most calls (docs/threads.md, "How a block finds its
+/// owner", measured by `bench/instructions.sh`). Consecutive chunks take consecutive colours, so
+/// 16 chunks' headers fill 32 distinct sets; the cost is up to 1,920 bytes of a chunk's blocks
+/// (960 on average, 1.5 %).
 inline constexpr std::size_t colors = 16;
 /// The bytes from a chunk's base that its header may reach: the blocks begin at or after it.
 inline constexpr std::size_t header_room = colors * sizeof(chunk);
