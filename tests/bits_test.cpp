@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// tests/bits_test.cpp: the bit scans of memkit/detail/base/bits.hpp, builtin and portable forms alike.
+// tests/bits_test.cpp: the bit scans of memkit/detail/base/bits.hpp, builtin and portable forms
+// alike.
 #include "memkit/detail/base/bits.hpp"
 
 #include <gtest/gtest.h>

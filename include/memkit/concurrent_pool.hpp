@@ -11,14 +11,14 @@
 #include <utility>
 
 #include "config.hpp"
+#include "detail/atomic_stats.hpp"
 #include "detail/base/align.hpp"
 #include "detail/base/assert.hpp"
-#include "detail/atomic_stats.hpp"
+#include "detail/base/poison.hpp"
 #include "detail/block_index.hpp"
 #include "detail/carver.hpp"
 #include "detail/chunk_registry.hpp"
 #include "detail/fit_table.hpp"
-#include "detail/base/poison.hpp"
 #include "detail/tagged_stack.hpp"
 #include "error.hpp"
 #include "resource.hpp"

@@ -9,8 +9,8 @@
 
 #include "config.hpp"
 #include "detail/base/align.hpp"
-#include "detail/bump.hpp"
 #include "detail/base/poison.hpp"
+#include "detail/bump.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "stats.hpp"
