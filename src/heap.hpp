@@ -68,9 +68,9 @@ public:
   void on_detach(void (*f)() noexcept) noexcept { engine_.on_unbind(f); }
 
   /// \returns whether the block at `p`, whose header is `c` (find), now holds `bytes` where it
-  /// is: when they fit its class, or its region's mapped size for a large block (whose usable
-  /// size becomes `bytes`), and fill at least half of it (a block shrunk further moves, so its
-  /// memory is not held).
+  /// is: when they fit its class, or its chunk or region for a large block (whose usable size
+  /// becomes `bytes`), and fill at least half of a class or region (a block shrunk further moves,
+  /// so its memory is not held); a large block alone in a chunk stays while too large for a class.
   bool resize_in_place(void* p, detail::thread::chunk* c, std::size_t bytes) noexcept {
     if (c->cls != detail::thread::large_class) {
       return bytes <= c->block_size && bytes >= c->block_size / 2;
@@ -79,8 +79,10 @@ public:
       return false;
     }
     const auto offset = static_cast<std::size_t>(c->blocks - detail::thread::base_of(c));
-    const std::size_t room = os_upstream::region_size(c->bytes) - offset;
-    if (bytes > room || bytes < room / 2) {
+    const bool in_chunk = detail::thread::large_regions::in_chunk(c);
+    const std::size_t room = (in_chunk ? c->bytes : os_upstream::region_size(c->bytes)) - offset;
+    const std::size_t least = in_chunk ? detail::thread::max_class_size + 1 : room / 2;
+    if (bytes > room || bytes < least) {
       return false;
     }
     c->size = bytes; // the region stays as mapped: c->bytes still names it
@@ -208,11 +210,15 @@ void tick_slow(global_heap& h) noexcept;
 /// only frees): through the engine, which binds one, then keeps that heap there.
 void free_unbound(global_heap& h, void* p, detail::thread::chunk* c) noexcept;
 
-/// Frees `p` if it lies in the arena and the_mode is mode_fast: a block of a chunk, whose header
-/// is found by masking its address. \returns whether it did; if not, free_slow.
+/// \returns whether `p` lies in the arena and the_mode is mode_fast: then it is a block of a
+/// chunk, whose header is found by masking its address (chunk_of).
+MEMKIT_ALWAYS_INLINE bool in_fast_arena(const void* p) noexcept {
+  return detail::address(p) - fast_arena.load(std::memory_order_relaxed) < os_upstream::arena_size;
+}
+
+/// Frees `p` if in_fast_arena. \returns whether it did; if not, free_slow.
 MEMKIT_ALWAYS_INLINE bool free_fast(void* p) noexcept {
-  if (MEMKIT_LIKELY(detail::address(p) - fast_arena.load(std::memory_order_relaxed) <
-                    os_upstream::arena_size)) {
+  if (MEMKIT_LIKELY(in_fast_arena(p))) {
     // No arena lies within arena_size of address 0: null always takes free_slow.
     MEMKIT_ASSUME(p != nullptr);
     global_heap& h = made_heap();

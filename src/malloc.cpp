@@ -103,15 +103,24 @@ MEMKIT_EXPORT void* realloc(void* p, std::size_t bytes) noexcept {
     mr::free(p);
     return nullptr;
   }
-  mr::global_heap* h = mr::the_heap.load(std::memory_order_acquire);
-  memkit::detail::thread::chunk* c = h != nullptr ? h->find(p) : nullptr;
-  if (c == nullptr) {
-    return __libc_realloc(p, bytes); // glibc's block stays glibc's
+  std::size_t usable = 0;
+  if (mr::in_fast_arena(p)) { // the_mode is mode_fast: the header is found by masking
+    memkit::detail::thread::chunk* const c = memkit::detail::thread::chunk_of(p);
+    if (mr::made_heap().resize_in_place(p, c, bytes)) {
+      return p;
+    }
+    usable = mr::global_heap::usable(c);
+  } else {
+    mr::global_heap* h = mr::the_heap.load(std::memory_order_acquire);
+    memkit::detail::thread::chunk* c = h != nullptr ? h->find(p) : nullptr;
+    if (c == nullptr) {
+      return __libc_realloc(p, bytes); // glibc's block stays glibc's
+    }
+    if (mr::the_mode == 0 && h->resize_in_place(p, c, bytes)) {
+      return p;
+    }
+    usable = mr::usable_size_of(p);
   }
-  if (mr::the_mode == 0 && h->resize_in_place(p, c, bytes)) {
-    return p;
-  }
-  const std::size_t usable = mr::usable_size_of(p);
   void* q = mr::allocate_or_enomem(bytes, mr::malloc_alignment);
   if (q != nullptr) {
     std::memcpy(q, p, bytes < usable ? bytes : usable);

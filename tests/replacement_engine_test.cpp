@@ -341,6 +341,33 @@ TEST(ReplacementEngine, BlocksResizeInPlaceWithinTheirClassOrRegion) {
   mr::free(big);
 }
 
+TEST(ReplacementEngine, ALargeBlockAloneInAChunkGrowsInPlaceToTheChunksEndAndMovesToAClass) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug blocks always move (realloc): the engine's block sits behind a guard";
+  }
+  namespace thread = memkit::detail::thread;
+  mr::global_heap* h = mr::the_heap.load();
+  ASSERT_NE(h, nullptr);
+  auto* p = static_cast<unsigned char*>(mr::allocate(thread::max_class_size + 1, 16));
+  ASSERT_NE(p, nullptr);
+  thread::chunk* c = h->find(p);
+  ASSERT_TRUE(c->is_large());
+  ASSERT_TRUE(thread::large_regions::in_chunk(c)) << "a chunk, not a region mapped for it";
+  EXPECT_EQ(thread::chunk_of(p), c);
+  const auto room = static_cast<std::size_t>(thread::base_of(c) + thread::chunk_size -
+                                             reinterpret_cast<char*>(p));
+  stamp(p, thread::max_class_size + 1, 3);
+  ASSERT_TRUE(h->resize_in_place(p, c, room)) << "up to the chunk's end";
+  EXPECT_EQ(mr::usable_size_of(p), room);
+  stamp(p + thread::max_class_size + 1, room - thread::max_class_size - 1, 3);
+  EXPECT_TRUE(stamped(p, room, 3));
+  EXPECT_FALSE(h->resize_in_place(p, c, room + 1)) << "beyond the chunk";
+  EXPECT_TRUE(h->resize_in_place(p, c, thread::max_class_size + 1))
+      << "still too large for a class";
+  EXPECT_FALSE(h->resize_in_place(p, c, thread::max_class_size)) << "a class serves it: moves";
+  mr::free(p);
+}
+
 TEST(ReplacementEngine, RegionSizesStayWithinAnEighthOfTheRequest) {
   for (std::size_t n = 1; n < (std::size_t{1} << 34); n = n * 3 + 7) {
     const std::size_t r = mr::os_upstream::region_size(n);

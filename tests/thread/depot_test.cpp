@@ -159,6 +159,45 @@ TEST(Depot, LargeBlocksAreAlignedFoundThroughTheMapAndGivenBackWhenFreed) {
   expect_all_returned(spy);
 }
 
+TEST(Depot, ALargeBlockThatFitsAChunkTakesAFreeChunkAndGivesItBackToTheDepot) {
+  spy_resource spy;
+  spy_depot d(resource_ref<spy_resource>{spy});
+  const std::size_t fits = thread::chunk_size - thread::header_room;
+  ASSERT_TRUE(thread::large_regions::fits_chunk(fits, 16));
+  ASSERT_FALSE(thread::large_regions::fits_chunk(fits + 1, 16));
+  ASSERT_FALSE(thread::large_regions::fits_chunk(fits, 2 * thread::header_room));
+
+  thread::chunk* spare = d.obtain();
+  ASSERT_NE(spare, nullptr);
+  d.push(spare);
+  const std::size_t obtained = spy.blocks_in_use();
+  void* p = d.allocate_large(fits, 16);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(spy.blocks_in_use(), obtained) << "the depot's free chunk, no upstream call";
+  thread::chunk* c = d.find(p);
+  EXPECT_EQ(c, spare);
+  EXPECT_EQ(thread::chunk_of(p), c) << "found by masking, as a small block";
+  EXPECT_TRUE(c->is_large());
+  EXPECT_TRUE(thread::large_regions::in_chunk(c));
+  EXPECT_EQ(c->size, fits);
+  EXPECT_LE(static_cast<char*>(p) + fits, thread::base_of(c) + thread::chunk_size);
+  std::fill_n(static_cast<unsigned char*>(p), fits, 0xa5); // every byte is the caller's
+
+  void* q = d.allocate_large(fits + 1, 16); // too large for a chunk: a region of its own
+  ASSERT_NE(q, nullptr);
+  EXPECT_FALSE(thread::large_regions::in_chunk(d.find(q)));
+  EXPECT_EQ(spy.blocks_in_use(), obtained + 1);
+
+  d.free_large(c);
+  EXPECT_EQ(d.pop(), spare) << "back in the depot, for any class or block";
+  EXPECT_EQ(c->owner, nullptr);
+  d.push(spare);
+  d.free_large(d.find(q));
+  EXPECT_EQ(spy.blocks_in_use(), obtained);
+  d.release();
+  expect_all_returned(spy);
+}
+
 // An upstream that decommits, as the global replacement's does, recording what it was asked.
 struct decommitting {
   static constexpr std::uint64_t delay_ms = 100;

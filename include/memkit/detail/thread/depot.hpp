@@ -99,15 +99,28 @@ public:
     return c;
   }
 
-  /// \returns a block of `n` bytes aligned to `alignment` in a region of its own (large.hpp), or
-  /// null.
+  /// \returns a block of `n` bytes aligned to `alignment` alone in a chunk if it fits one, else
+  /// in a region of its own (large.hpp); or null.
   void* allocate_large(std::size_t n, std::size_t alignment) noexcept {
+    if (large_regions::fits_chunk(n, alignment)) {
+      chunk* c = pop();
+      if (c == nullptr && (c = obtain()) == nullptr) {
+        return nullptr;
+      }
+      return large_regions::place_in_chunk(c, n, alignment);
+    }
     tick();
     return large_.allocate(n, alignment, counted_, map_);
   }
 
-  /// \effects gives the region of large block header `c` back to the upstream.
+  /// \effects takes back the chunk of large block header `c`, or gives its region back to the
+  /// upstream.
   void free_large(chunk* c) noexcept {
+    if (large_regions::in_chunk(c)) {
+      poison(c->blocks, c->size);
+      push(c);
+      return;
+    }
     tick();
     large_.free(c, counted_, map_);
   }

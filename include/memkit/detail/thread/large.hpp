@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-// memkit/detail/thread/large.hpp: blocks too large for any class, each in a region of its own with
-// a chunk header, so a free finds it as it finds a small block.
+// memkit/detail/thread/large.hpp: blocks too large for any class, each with a chunk header, so a
+// free finds it as it finds a small block: alone in a chunk when it fits one after the header
+// (`in_chunk`), else in a region of its own.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include "../../config.hpp"
 #include "../../resource.hpp"
 #include "../base/align.hpp"
+#include "../base/assert.hpp"
 #include "../base/poison.hpp"
 #include "../intrusive_list.hpp"
 #include "chunk.hpp"
@@ -71,6 +73,36 @@ public:
   }
 
   bool empty() const noexcept { return regions_.empty(); }
+
+  /// \returns whether a block of `n` bytes aligned to `alignment` fits in one chunk after its
+  /// header. Such a block takes a wholly free chunk (place_in_chunk) rather than a region: blocks
+  /// up to almost a chunk then come and go without a system call, as small blocks do, and a
+  /// realloc grows one where it lies up to the chunk's end.
+  static bool fits_chunk(std::size_t n, std::size_t alignment) noexcept {
+    const std::size_t bytes = region_size(n, alignment);
+    return bytes != 0 && bytes <= chunk_size;
+  }
+
+  /// \effects makes `c`, the header of a wholly free chunk on no list, that of one large block of
+  /// `n` bytes aligned to `alignment`, which fits_chunk. \returns the block.
+  static void* place_in_chunk(chunk* c, std::size_t n, std::size_t alignment) noexcept {
+    MEMKIT_ASSERT_INTERNAL(fits_chunk(n, alignment) && c->owner == nullptr);
+    c->cls = large_class;
+    c->block_size = 0;
+    c->blocks = base_of(c) + round_up(address(c + 1) - address(base_of(c)), alignment);
+    c->size = n;
+    c->free.clear();
+    c->fresh = carver();
+    c->used = c->capacity = 0;
+    c->prev = c->next = nullptr;
+    c->in_bin = false;
+    unpoison(c->blocks, n);
+    return c->blocks;
+  }
+
+  /// \returns whether the large block of header `c` lies in a chunk (place_in_chunk): a region
+  /// is always larger than a chunk.
+  static bool in_chunk(const chunk* c) noexcept { return c->bytes == chunk_size; }
 
   /// \returns the bytes a region for `n` bytes aligned to `alignment` takes, or 0 if too many.
   static std::size_t region_size(std::size_t n, std::size_t alignment) noexcept {
