@@ -78,6 +78,51 @@ ratio_interval speedup_interval(const std::vector<double>& baseline,
   return r;
 }
 
+ratio_interval geomean_interval(const std::vector<ratio_sides>& workloads, std::uint64_t seed,
+                                std::size_t resamples) {
+  ratio_interval r;
+  if (workloads.empty()) {
+    return r;
+  }
+  r.processes = static_cast<std::size_t>(-1);
+  double log_sum = 0;
+  for (const ratio_sides& w : workloads) {
+    r.processes = std::min({r.processes, w.baseline->size(), w.candidate->size()});
+    const double b = median(*w.baseline);
+    const double c = median(*w.candidate);
+    if (b <= 0 || c <= 0) {
+      return ratio_interval{};
+    }
+    log_sum += std::log(b / c);
+  }
+  const auto n = static_cast<double>(workloads.size());
+  r.ratio = std::exp(log_sum / n);
+  if (r.processes < 2 || resamples == 0) {
+    return r;
+  }
+  rng g(seed);
+  std::vector<double> b_star;
+  std::vector<double> c_star;
+  std::vector<double> ratios;
+  ratios.reserve(resamples);
+  for (std::size_t i = 0; i < resamples; ++i) {
+    double sum = 0;
+    for (const ratio_sides& w : workloads) {
+      b_star.resize(w.baseline->size());
+      c_star.resize(w.candidate->size());
+      resample(*w.baseline, g, b_star);
+      resample(*w.candidate, g, c_star);
+      sum += std::log(median(b_star) / median(c_star));
+    }
+    ratios.push_back(std::exp(sum / n));
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double tail = (1 - interval_level) / 2;
+  r.lo = quantile(ratios, tail);
+  r.hi = quantile(ratios, 1 - tail);
+  return r;
+}
+
 verdict judge(const ratio_interval& r, double bar, bool inclusive) {
   if (!r.known()) {
     return verdict::not_separable;

@@ -42,6 +42,20 @@ ratio_interval speedup_interval(const std::vector<double>& baseline,
                                 std::uint64_t seed = bootstrap_seed,
                                 std::size_t resamples = bootstrap_resamples);
 
+/// One workload's two sides for geomean_interval: each variant's per-process medians.
+struct ratio_sides {
+  const std::vector<double>* baseline;
+  const std::vector<double>* candidate;
+};
+
+/// \returns the geometric mean over `workloads` of median(baseline) / median(candidate), with its
+/// percentile-bootstrap interval: each resample resamples every workload's two sides as
+/// speedup_interval does and takes the geometric mean of the resampled ratios. `processes` is
+/// the smallest side's count; no interval when it is below 2.
+ratio_interval geomean_interval(const std::vector<ratio_sides>& workloads,
+                                std::uint64_t seed = bootstrap_seed,
+                                std::size_t resamples = bootstrap_resamples);
+
 /// Where an interval lies against a bar.
 enum class verdict {
   above,        ///< the whole interval is above the bar (or at it, for an inclusive bar)

@@ -17,10 +17,18 @@ namespace memkit::bench {
 /// "p99"), the ratio of the baseline's time to the candidate's at least `ratio_at_least` (or above
 /// `ratio_above`); for "peak_rss", the candidate's peak RSS at most `ratio_at_most` times the
 /// baseline's.
+///
+/// A group target names `workloads` instead, a regular expression matching whole workload names,
+/// and how the group is judged (`aggregate`): "geomean", the geometric mean of the workloads'
+/// ratios against the bar (time only), or "each", every workload against the bar.
 struct target {
   std::string workload;
+  std::string workloads; ///< a group target's regular expression; then `workload` is empty
+  std::string aggregate; ///< a group target's "geomean" or "each"
   std::string candidate; ///< a variant, or a prefix ending in '*': the fastest such at p50
-  std::string baseline;  ///< a variant
+  /// a variant, or several separated by '|': the best of those in the run, per workload (the
+  /// fastest at the statistic, or the lowest peak RSS)
+  std::string baseline;
   std::string statistic; ///< "p50", "p99" or "peak_rss"
   double ratio_at_least = 0;
   double ratio_above = 0;
@@ -29,9 +37,9 @@ struct target {
   std::string background;   ///< the section of docs/background.md with the published figures
 };
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(target, workload, candidate, baseline, statistic,
-                                                ratio_at_least, ratio_above, ratio_at_most, source,
-                                                background)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(target, workload, workloads, aggregate, candidate,
+                                                baseline, statistic, ratio_at_least, ratio_above,
+                                                ratio_at_most, source, background)
 
 /// A target checked on a run, as the results' "targets" list holds it: judged by the ratio's
 /// 95 % interval over the processes (core/interval.hpp), never by the ratio alone.
@@ -40,7 +48,8 @@ struct target_check {
   bool met = false;    ///< the whole interval clears the bar
   std::string verdict; ///< "met", "missed" or "not separable"
   std::string measured;
-  double ratio = 0;    ///< the baseline's statistic / the candidate's, medians over processes
+  double ratio = 0; ///< the baseline's statistic / the candidate's, medians over processes (a
+                    ///< group's geomean, or its lowest for "each"; peak RSS: candidate / baseline)
   double ratio_lo = 0; ///< its interval (0 when unknown)
   double ratio_hi = 0;
   std::size_t processes = 0;        ///< per side, the smaller count
@@ -58,9 +67,10 @@ std::string default_targets_file();
 /// \returns the targets of `file`. \throws std::runtime_error naming the file and the fault.
 std::vector<target> load_targets(const std::string& file);
 
-/// \returns each target whose workload, candidate and baseline are all in `rows`, checked: met
-/// when the ratio's interval lies wholly on the right side of the bar, missed when wholly on the
-/// wrong side, else not separable. Reported, not enforced.
+/// \returns each target whose workload, candidate and baseline are all in `rows` (a group target:
+/// some workload of its group with both), checked: met when the ratio's interval lies wholly on
+/// the right side of the bar, missed when wholly on the wrong side, else not separable; a group
+/// judged "each" is met when every workload is, missed when any is. Reported, not enforced.
 std::vector<target_check> check_targets(const std::vector<target>& targets,
                                         const std::vector<result>& rows);
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -16,6 +17,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/interval.hpp"
 #include "core/machine.hpp"
 #include "core/params.hpp"
 #include "core/summary.hpp"
@@ -212,6 +214,108 @@ TEST(Records, PeakRssTargetIsMetUpToItsRatioOfTheBaselinesPeak) {
   EXPECT_FALSE(check(1, 0)); // a baseline that grew by nothing
   EXPECT_TRUE(check(0, 0));
   EXPECT_EQ(check_targets({t}, {peak_row("memkit", 1)}).size(), 0U); // no baseline row: skipped
+}
+
+/// A row of `variant` on `workload` whose processes took `us` each (p50 and p99 alike).
+result timed_row(const std::string& workload, const std::string& variant, std::vector<double> us,
+                 std::size_t kib = 100) {
+  result r;
+  r.workload = workload;
+  r.variant = variant;
+  r.process_p50_us = us;
+  r.process_p99_us = us;
+  r.p50_us = r.p99_us = median(us);
+  r.peak_rss_kib = kib;
+  return r;
+}
+
+target group_target(const std::string& workloads, const std::string& aggregate,
+                    const std::string& baseline, double at_least) {
+  target t;
+  t.workloads = workloads;
+  t.aggregate = aggregate;
+  t.candidate = "memkit";
+  t.baseline = baseline;
+  t.statistic = "p50";
+  t.ratio_at_least = at_least;
+  t.source = "test";
+  return t;
+}
+
+TEST(Records, GroupTargetTakesTheGeometricMeanOverTheWorkloadsItsExpressionMatches) {
+  // memkit 2x faster on a-1, 1x on a-2 (geomean sqrt 2 = 1.41x); b-1, not in the group, 0.1x.
+  const std::vector<result> rows = {
+      timed_row("a-1", "memkit", {5, 5.1, 4.9}),   timed_row("a-1", "mimalloc", {10, 10.1, 9.9}),
+      timed_row("a-2", "memkit", {10, 10.1, 9.9}), timed_row("a-2", "mimalloc", {10, 10.1, 9.9}),
+      timed_row("b-1", "memkit", {100, 101, 99}),  timed_row("b-1", "mimalloc", {10, 10.1, 9.9})};
+  const auto met = check_targets({group_target("a-.*", "geomean", "mimalloc", 1.3)}, rows);
+  ASSERT_EQ(met.size(), 1U);
+  EXPECT_NEAR(met[0].ratio, std::sqrt(2.0), 0.01);
+  EXPECT_TRUE(met[0].met) << met[0].measured;
+  EXPECT_GT(met[0].ratio_lo, 1.3);
+  EXPECT_LT(met[0].ratio_hi, 1.5);
+  EXPECT_NE(met[0].measured.find("over 2 workloads"), std::string::npos) << met[0].measured;
+  const auto missed = check_targets({group_target(".*", "geomean", "mimalloc", 1.0)}, rows);
+  ASSERT_EQ(missed.size(), 1U);
+  EXPECT_NEAR(missed[0].ratio, std::cbrt(2.0 * 1.0 * 0.1), 0.01); // b-1 joins the group
+  EXPECT_EQ(missed[0].verdict, "missed");
+  EXPECT_TRUE(check_targets({group_target("c.*", "geomean", "mimalloc", 1.0)}, rows).empty())
+      << "no workload of the group ran: nothing to judge";
+}
+
+TEST(Records, EachTargetIsMetOnlyWhenEveryWorkloadIsAndQuotesTheWorstAgainstTheBestAlternative) {
+  const std::vector<result> rows = {
+      timed_row("a-1", "memkit", {10, 10.1, 9.9}), timed_row("a-1", "mimalloc", {20, 20.2, 19.8}),
+      timed_row("a-1", "jemalloc", {9, 9.1, 8.9}), timed_row("a-2", "memkit", {10, 10.1, 9.9}),
+      timed_row("a-2", "mimalloc", {30, 30.3, 29.7})};
+  // a-1's best peer is jemalloc (0.9x), a-2's mimalloc (3x): 0.9 is the worst.
+  const auto missed =
+      check_targets({group_target("a-.*", "each", "mimalloc|jemalloc", 0.95)}, rows);
+  ASSERT_EQ(missed.size(), 1U);
+  EXPECT_EQ(missed[0].verdict, "missed");
+  EXPECT_NEAR(missed[0].ratio, 0.9, 0.01);
+  EXPECT_NE(missed[0].measured.find("1 of 2 workloads met, 1 missed"), std::string::npos)
+      << missed[0].measured;
+  EXPECT_NE(missed[0].measured.find("a-1 against jemalloc"), std::string::npos)
+      << missed[0].measured;
+  const auto met = check_targets({group_target("a-.*", "each", "mimalloc|jemalloc", 0.85)}, rows);
+  ASSERT_EQ(met.size(), 1U);
+  EXPECT_TRUE(met[0].met) << met[0].measured;
+  // Peak RSS against the lowest: a-1's jemalloc 100 KiB against memkit's 130 misses 1.2x.
+  target rss = group_target("a-1", "each", "mimalloc|jemalloc", 0);
+  rss.statistic = "peak_rss";
+  rss.ratio_at_least = 0;
+  rss.ratio_at_most = 1.2;
+  std::vector<result> rss_rows = {timed_row("a-1", "memkit", {10}, 130),
+                                  timed_row("a-1", "mimalloc", {10}, 400),
+                                  timed_row("a-1", "jemalloc", {10}, 100)};
+  const auto heavy = check_targets({rss}, rss_rows);
+  ASSERT_EQ(heavy.size(), 1U);
+  EXPECT_FALSE(heavy[0].met);
+  EXPECT_NEAR(heavy[0].ratio, 1.3, 0.01);
+  rss_rows[0].peak_rss_kib = 120;
+  EXPECT_TRUE(check_targets({rss}, rss_rows)[0].met);
+}
+
+TEST(Records, TargetsFileRejectsAMalformedGroupTarget) {
+  const auto file = std::filesystem::temp_directory_path() / "memkit-bench-group-targets-test.json";
+  const auto load = [&](const std::string& fields) {
+    std::ofstream(file) << R"({"targets": [{"candidate": "a", "baseline": "b|c", "source": "s", )"
+                        << fields << "}]}";
+    return load_targets(file.string());
+  };
+  const std::string time = R"("statistic": "p50", "ratio_at_least": 1.1, )";
+  EXPECT_EQ(load(time + R"("workloads": "x.*", "aggregate": "geomean")").size(), 1U);
+  EXPECT_EQ(load(time + R"("workloads": "x.*", "aggregate": "each")").size(), 1U);
+  EXPECT_THROW(load(time + R"("workloads": "x.*")"), std::runtime_error); // no aggregate
+  EXPECT_THROW(load(time + R"("workloads": "x(", "aggregate": "each")"), std::runtime_error);
+  EXPECT_THROW(load(time + R"("workload": "w", "workloads": "x.*", "aggregate": "each")"),
+               std::runtime_error); // both
+  EXPECT_THROW(load(time + R"("workload": "w", "aggregate": "each")"), std::runtime_error);
+  EXPECT_THROW(load(R"("statistic": "peak_rss", "ratio_at_most": 1.2, "workloads": "x.*", )"
+                    R"("aggregate": "geomean")"),
+               std::runtime_error); // peak RSS has no geomean
+  std::filesystem::remove(file);
 }
 
 TEST(Records, TargetsFileRejectsAPeakRssTargetWithATimeRatio) {
