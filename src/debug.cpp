@@ -94,7 +94,7 @@ std::size_t quarantine_count = 0;
 std::size_t quarantine_bytes = 0;
 
 // Gives the oldest block of the quarantine to the engine. \requires quarantine_mutex is held.
-void evict_oldest(global_heap& h) noexcept {
+void evict_oldest(process_heap& h) noexcept {
   const quarantined q = quarantine[quarantine_first];
   quarantine_first = (quarantine_first + 1) % quarantine_slots;
   --quarantine_count;
@@ -107,14 +107,14 @@ void evict_oldest(global_heap& h) noexcept {
 
 } // namespace
 
-void drain_quarantine(global_heap& h) noexcept {
+void drain_quarantine(process_heap& h) noexcept {
   const std::lock_guard<std::mutex> lock(quarantine_mutex);
   while (quarantine_count != 0) {
     evict_oldest(h);
   }
 }
 
-void* debug_allocate(global_heap& h, std::size_t bytes, std::size_t alignment) noexcept {
+void* debug_allocate(process_heap& h, std::size_t bytes, std::size_t alignment) noexcept {
   const std::size_t offset = alignment > debug_prefix ? alignment : debug_prefix;
   const std::size_t n = bytes == 0 ? 1 : bytes;
   if (offset > UINT32_MAX || n > h.max_size() - offset - trailing_guard) {
@@ -129,7 +129,7 @@ void* debug_allocate(global_heap& h, std::size_t bytes, std::size_t alignment) n
   std::memset(base, guard_byte, header_at);
   std::memset(base + header_end, guard_byte, offset - header_end);
   std::memset(q, fresh_byte, n);
-  const std::size_t block = global_heap::usable(h.find(base));
+  const std::size_t block = process_heap::usable(h.find(base));
   std::memset(q + n, canary_byte, block - offset - n);
   return q;
 }
@@ -148,7 +148,7 @@ bool all_bytes(const char* p, std::size_t n, unsigned char b) noexcept {
 // \returns the engine block of the debug block at `q` and its header in `hd`, once the header is
 // known to be one debug_allocate wrote for `q` (live or freed since); reports the misuse (default:
 // print it and abort) and returns null otherwise. Nothing at `q` or before it is read first.
-char* debug_block_of(global_heap& h, void* q, debug_header& hd) noexcept {
+char* debug_block_of(process_heap& h, void* q, debug_header& hd) noexcept {
   detail::thread::chunk* const c = h.find(q);
   auto* const cq = static_cast<char*>(q);
   if (c == nullptr || cq < c->blocks) {
@@ -192,7 +192,7 @@ char* debug_block_of(global_heap& h, void* q, debug_header& hd) noexcept {
 // \returns the engine block of the live debug block at `q`, after checking its header, guard and
 // canary, in that order, each before anything it vouches for is used; reports the misuse and
 // returns null otherwise. `hd` receives the header.
-char* checked_block(global_heap& h, void* q, debug_header& hd) noexcept {
+char* checked_block(process_heap& h, void* q, debug_header& hd) noexcept {
   char* const base = debug_block_of(h, q, hd);
   if (base == nullptr) {
     return nullptr;
@@ -207,7 +207,7 @@ char* checked_block(global_heap& h, void* q, debug_header& hd) noexcept {
     report_misuse(misuse::underrun, heap_name, q, hd.size, 0);
     return nullptr;
   }
-  const std::size_t block = global_heap::usable(h.find(base));
+  const std::size_t block = process_heap::usable(h.find(base));
   if (!all_bytes(cq + hd.size, block - hd.offset - hd.size, canary_byte)) {
     report_misuse(misuse::overrun, heap_name, q, hd.size, 0);
     return nullptr;
@@ -217,14 +217,14 @@ char* checked_block(global_heap& h, void* q, debug_header& hd) noexcept {
 
 } // namespace
 
-void debug_free(global_heap& h, void* q) noexcept {
+void debug_free(process_heap& h, void* q) noexcept {
   debug_header hd{};
   char* const base = checked_block(h, q, hd);
   if (base == nullptr) {
     return;
   }
   detail::thread::chunk* const c = h.find(base);
-  quarantined entry{base, global_heap::usable(c), nullptr, 0};
+  quarantined entry{base, process_heap::usable(c), nullptr, 0};
   auto* const begin = static_cast<char*>(q);
   char* const end = begin + hd.size;
   if (c->cls == detail::thread::large_class) {
@@ -256,14 +256,14 @@ void debug_free(global_heap& h, void* q) noexcept {
   quarantine_bytes += entry.bytes;
 }
 
-bool debug_check(global_heap& h, void* q, std::size_t& size) noexcept {
+bool debug_check(process_heap& h, void* q, std::size_t& size) noexcept {
   debug_header hd{};
   const bool ok = checked_block(h, q, hd) != nullptr;
   size = hd.size;
   return ok;
 }
 
-std::size_t debug_size(global_heap& h, void* q) noexcept {
+std::size_t debug_size(process_heap& h, void* q) noexcept {
   debug_header hd{};
   return debug_block_of(h, q, hd) != nullptr ? hd.size : 0;
 }

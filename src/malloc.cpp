@@ -103,7 +103,7 @@ MEMKIT_EXPORT void* realloc(void* p, std::size_t bytes) noexcept {
     mr::free(p);
     return nullptr;
   }
-  mr::global_heap* h = mr::the_heap.load(std::memory_order_acquire);
+  mr::process_heap* h = mr::the_process_heap.load(std::memory_order_acquire);
   memkit::detail::thread::chunk* c = h != nullptr ? h->find(p) : nullptr;
   if (c == nullptr) {
     return __libc_realloc(p, bytes); // glibc's block stays glibc's
@@ -167,7 +167,7 @@ MEMKIT_EXPORT std::size_t malloc_usable_size(void* p) noexcept {
   if (p == nullptr) {
     return 0;
   }
-  mr::global_heap* h = mr::the_heap.load(std::memory_order_acquire);
+  mr::process_heap* h = mr::the_process_heap.load(std::memory_order_acquire);
   if (h == nullptr || h->find(p) == nullptr) {
     return mr::glibc_usable_size(p);
   }

@@ -149,7 +149,7 @@ std::size_t stats_json(char* out, std::size_t size) noexcept {
   std::size_t heaps = 0;
   std::size_t mapped = 0;
   std::size_t peak_mapped = 0;
-  if (global_heap* h = the_heap.load(std::memory_order_acquire); h != nullptr) {
+  if (process_heap* h = the_process_heap.load(std::memory_order_acquire); h != nullptr) {
     heaps = h->heap_count();
     h->lock_all(); // the upstream's lock
     mapped = h->upstream().mapped();

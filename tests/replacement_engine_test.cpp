@@ -302,7 +302,7 @@ TEST(ReplacementEngine, SmallBlocksComeFromTheArenaAndHeadersTakeEveryColour) {
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(memkit::detail::address(p) - arena < mr::os_upstream::arena_size, !no_arena_run());
     memkit::detail::thread::chunk* c = memkit::detail::thread::chunk_of(p);
-    EXPECT_EQ(mr::the_heap.load()->find(p), c);
+    EXPECT_EQ(mr::the_process_heap.load()->find(p), c);
     EXPECT_GE(static_cast<char*>(p), reinterpret_cast<char*>(c + 1)) << "blocks after the header";
     colour[(memkit::detail::address(c) % memkit::detail::thread::header_room) /
            sizeof(memkit::detail::thread::chunk)] = true;
@@ -320,7 +320,7 @@ TEST(ReplacementEngine, BlocksResizeInPlaceWithinTheirClassOrRegion) {
   if (debug_run()) {
     GTEST_SKIP() << "debug blocks always move (realloc): the engine's block sits behind a guard";
   }
-  mr::global_heap* h = mr::the_heap.load();
+  mr::process_heap* h = mr::the_process_heap.load();
   ASSERT_NE(h, nullptr);
   void* small = mr::allocate(100, 16);
   memkit::detail::thread::chunk* c = h->find(small);

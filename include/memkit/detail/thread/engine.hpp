@@ -45,6 +45,20 @@ inline namespace MEMKIT_ABI {
 namespace detail {
 namespace thread {
 
+/// The size classes of the any-size form (thread_cached and the global replacement): multipool's
+/// (size_class.hpp) up to max_class_size, one bin each.
+inline constexpr std::size_t any_size_bins = class_index(max_class_size) + 1;
+struct class_table_sizes {
+  std::uint32_t sizes[any_size_bins];
+};
+inline constexpr class_table_sizes any_size_classes = [] {
+  class_table_sizes t{};
+  for (std::size_t i = 0; i < any_size_bins; ++i) {
+    t.sizes[i] = static_cast<std::uint32_t>(class_size(i));
+  }
+  return t;
+}();
+
 /// The machinery of docs/threads.md, "thread_cached": `Bins` size classes whose sizes the resource
 /// sets; the resource maps requests to classes and checks them. Public members that take a
 /// `heap*` are for a caller that keeps the calling thread's heap itself (the global replacement,
