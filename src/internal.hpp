@@ -59,8 +59,8 @@ std::size_t stats_json(char* out, std::size_t size) noexcept;
 
 void* debug_allocate(process_heap& h, std::size_t bytes, std::size_t alignment) noexcept;
 void debug_free(process_heap& h, void* q) noexcept;
-/// \returns whether the live debug block at `q` passes every check (header, guard, canary),
-/// reporting the misuse otherwise; its size in `size`.
+/// \returns whether the live debug block at `q` passes every check (header, the guards before and
+/// after it), reporting the misuse otherwise; its size in `size`.
 bool debug_check(process_heap& h, void* q, std::size_t& size) noexcept;
 /// \returns the caller's size of the debug block at `q` once its header is checked, or 0 with
 /// the misuse reported.

@@ -22,6 +22,7 @@
 
 #include "heap.hpp"
 #include "internal.hpp"
+#include "memkit/detail/guard.hpp"
 #include "memkit/error.hpp"
 #include "memkit/replacement.h"
 #include "memkit/version.hpp"
@@ -512,7 +513,7 @@ TEST_F(ReplacementDebug, OverrunAndUnderrunAreReportedAndTheBlockKept) {
   mr::free(p);
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].kind, memkit::misuse::overrun);
-  p[24] = 0xfd; // the canary again
+  p[24] = memkit::detail::guard::guard_byte; // the guard again
   p[-20] = 0;
   mr::free(p);
   ASSERT_EQ(reports.size(), 2u);
