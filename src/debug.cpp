@@ -9,16 +9,18 @@
 #include "internal.hpp"
 #include "memkit/detail/base/os.hpp"
 #include "memkit/detail/base/poison.hpp"
+#include "memkit/detail/guard.hpp"
 #include "memkit/error.hpp"
 
 namespace memkit::replacement {
 
 namespace {
 
-// A debug block, laid out in the engine's block at `base`:
-//   [guard][header][guard up to the caller's pointer][the caller's bytes][canary to the block end]
+// A debug block, laid out in the engine's block at `base` as debug_resource's are (the shared
+// guard layout and fill bytes of detail/guard.hpp):
+//   [guard][header][guard up to the caller's pointer][the caller's bytes][guard to the block end]
 // The caller's pointer is `offset` (at least debug_prefix, or the alignment) after `base`, and at
-// least trailing_guard bytes of canary follow the caller's bytes. free finds `base` from the
+// least trailing_guard guard bytes follow the caller's bytes. free finds `base` from the
 // pointer through the chunk's block grid, never from the bytes before the pointer, and the header
 // carries a check over its fields and its own address: a byte written into the header is found
 // before any field of it is used, and reported as the underrun it is. The header starts
@@ -26,10 +28,6 @@ namespace {
 // quarantine gave back still says FREE to a later double free.
 constexpr std::uint32_t state_live = 0x4556494c;  // "LIVE"
 constexpr std::uint32_t state_freed = 0x45455246; // "FREE"
-constexpr unsigned char guard_byte = 0xfb;
-constexpr unsigned char canary_byte = 0xfd;
-constexpr unsigned char fresh_byte = 0xcd;
-constexpr unsigned char dead_byte = 0xdd;
 
 struct debug_header {
   std::size_t size;
@@ -39,7 +37,7 @@ struct debug_header {
 };
 // 64 bytes before and after every block are checked (docs/REPLACEMENT.md, "Options").
 constexpr std::size_t debug_prefix = 64;
-constexpr std::size_t trailing_guard = 64;
+constexpr std::size_t trailing_guard = detail::guard::size_for(64, malloc_alignment);
 constexpr std::size_t header_at = 16;
 constexpr std::size_t header_end = header_at + sizeof(debug_header);
 static_assert(debug_prefix % malloc_alignment == 0 && debug_prefix > header_end);
@@ -63,6 +61,13 @@ void write_header(char* base, std::size_t size, std::uint32_t offset,
   debug_header hd{size, offset, state, 0};
   hd.check = header_check(hd, base);
   std::memcpy(base + header_at, &hd, sizeof hd);
+}
+
+// \returns the guard layout of the debug block whose caller's bytes start `offset` after the
+// engine's block's start and fill it to its end, `block` bytes.
+detail::guard::layout guard_layout(std::size_t offset, std::size_t size,
+                                   std::size_t block) noexcept {
+  return {header_at, sizeof(debug_header), offset, block - offset - size};
 }
 
 // \returns the start of the engine's block that holds `q`, an address of chunk or region `c` at
@@ -94,7 +99,7 @@ std::size_t quarantine_count = 0;
 std::size_t quarantine_bytes = 0;
 
 // Gives the oldest block of the quarantine to the engine. \requires quarantine_mutex is held.
-void evict_oldest(global_heap& h) noexcept {
+void evict_oldest(process_heap& h) noexcept {
   const quarantined q = quarantine[quarantine_first];
   quarantine_first = (quarantine_first + 1) % quarantine_slots;
   --quarantine_count;
@@ -107,14 +112,14 @@ void evict_oldest(global_heap& h) noexcept {
 
 } // namespace
 
-void drain_quarantine(global_heap& h) noexcept {
+void drain_quarantine(process_heap& h) noexcept {
   const std::lock_guard<std::mutex> lock(quarantine_mutex);
   while (quarantine_count != 0) {
     evict_oldest(h);
   }
 }
 
-void* debug_allocate(global_heap& h, std::size_t bytes, std::size_t alignment) noexcept {
+void* debug_allocate(process_heap& h, std::size_t bytes, std::size_t alignment) noexcept {
   const std::size_t offset = alignment > debug_prefix ? alignment : debug_prefix;
   const std::size_t n = bytes == 0 ? 1 : bytes;
   if (offset > UINT32_MAX || n > h.max_size() - offset - trailing_guard) {
@@ -126,29 +131,19 @@ void* debug_allocate(global_heap& h, std::size_t bytes, std::size_t alignment) n
   }
   char* const q = base + offset;
   write_header(base, n, static_cast<std::uint32_t>(offset), state_live);
-  std::memset(base, guard_byte, header_at);
-  std::memset(base + header_end, guard_byte, offset - header_end);
-  std::memset(q, fresh_byte, n);
-  const std::size_t block = global_heap::usable(h.find(base));
-  std::memset(q + n, canary_byte, block - offset - n);
+  const detail::guard::layout g = guard_layout(offset, n, process_heap::usable(h.find(base)));
+  g.paint_front(base);
+  std::memset(q, detail::guard::fresh_byte, n);
+  g.paint_back(base, n);
   return q;
 }
 
 namespace {
 
-bool all_bytes(const char* p, std::size_t n, unsigned char b) noexcept {
-  for (std::size_t i = 0; i < n; ++i) {
-    if (static_cast<unsigned char>(p[i]) != b) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // \returns the engine block of the debug block at `q` and its header in `hd`, once the header is
 // known to be one debug_allocate wrote for `q` (live or freed since); reports the misuse (default:
 // print it and abort) and returns null otherwise. Nothing at `q` or before it is read first.
-char* debug_block_of(global_heap& h, void* q, debug_header& hd) noexcept {
+char* debug_block_of(process_heap& h, void* q, debug_header& hd) noexcept {
   detail::thread::chunk* const c = h.find(q);
   auto* const cq = static_cast<char*>(q);
   if (c == nullptr || cq < c->blocks) {
@@ -189,10 +184,10 @@ char* debug_block_of(global_heap& h, void* q, debug_header& hd) noexcept {
   return base;
 }
 
-// \returns the engine block of the live debug block at `q`, after checking its header, guard and
-// canary, in that order, each before anything it vouches for is used; reports the misuse and
-// returns null otherwise. `hd` receives the header.
-char* checked_block(global_heap& h, void* q, debug_header& hd) noexcept {
+// \returns the engine block of the live debug block at `q`, after checking its header, the guard
+// before it and the guard after it, in that order, each before anything it vouches for is used;
+// reports the misuse and returns null otherwise. `hd` receives the header.
+char* checked_block(process_heap& h, void* q, debug_header& hd) noexcept {
   char* const base = debug_block_of(h, q, hd);
   if (base == nullptr) {
     return nullptr;
@@ -201,14 +196,13 @@ char* checked_block(global_heap& h, void* q, debug_header& hd) noexcept {
     report_misuse(misuse::double_free, heap_name, q, hd.size, 0);
     return nullptr;
   }
-  auto* const cq = static_cast<char*>(q);
-  if (!all_bytes(base, header_at, guard_byte) ||
-      !all_bytes(base + header_end, hd.offset - header_end, guard_byte)) {
+  const detail::guard::layout g =
+      guard_layout(hd.offset, hd.size, process_heap::usable(h.find(base)));
+  if (g.first_bad_before(base) != 0) {
     report_misuse(misuse::underrun, heap_name, q, hd.size, 0);
     return nullptr;
   }
-  const std::size_t block = global_heap::usable(h.find(base));
-  if (!all_bytes(cq + hd.size, block - hd.offset - hd.size, canary_byte)) {
+  if (g.first_bad_after(base, hd.size) != 0) {
     report_misuse(misuse::overrun, heap_name, q, hd.size, 0);
     return nullptr;
   }
@@ -217,14 +211,14 @@ char* checked_block(global_heap& h, void* q, debug_header& hd) noexcept {
 
 } // namespace
 
-void debug_free(global_heap& h, void* q) noexcept {
+void debug_free(process_heap& h, void* q) noexcept {
   debug_header hd{};
   char* const base = checked_block(h, q, hd);
   if (base == nullptr) {
     return;
   }
   detail::thread::chunk* const c = h.find(base);
-  quarantined entry{base, global_heap::usable(c), nullptr, 0};
+  quarantined entry{base, process_heap::usable(c), nullptr, 0};
   auto* const begin = static_cast<char*>(q);
   char* const end = begin + hd.size;
   if (c->cls == detail::thread::large_class) {
@@ -238,12 +232,13 @@ void debug_free(global_heap& h, void* q) noexcept {
   }
   if (entry.protected_begin != nullptr &&
       detail::os::release(entry.protected_begin, entry.protected_bytes)) {
-    std::memset(begin, dead_byte, static_cast<std::size_t>(entry.protected_begin - begin));
+    std::memset(begin, detail::guard::freed_byte,
+                static_cast<std::size_t>(entry.protected_begin - begin));
     char* const after = entry.protected_begin + entry.protected_bytes;
-    std::memset(after, dead_byte, static_cast<std::size_t>(end - after));
+    std::memset(after, detail::guard::freed_byte, static_cast<std::size_t>(end - after));
   } else {
     entry.protected_begin = nullptr;
-    std::memset(begin, dead_byte, hd.size);
+    std::memset(begin, detail::guard::freed_byte, hd.size);
   }
   write_header(base, hd.size, hd.offset, state_freed);
   const std::lock_guard<std::mutex> lock(quarantine_mutex);
@@ -256,14 +251,14 @@ void debug_free(global_heap& h, void* q) noexcept {
   quarantine_bytes += entry.bytes;
 }
 
-bool debug_check(global_heap& h, void* q, std::size_t& size) noexcept {
+bool debug_check(process_heap& h, void* q, std::size_t& size) noexcept {
   debug_header hd{};
   const bool ok = checked_block(h, q, hd) != nullptr;
   size = hd.size;
   return ok;
 }
 
-std::size_t debug_size(global_heap& h, void* q) noexcept {
+std::size_t debug_size(process_heap& h, void* q) noexcept {
   debug_header hd{};
   return debug_block_of(h, q, hd) != nullptr ? hd.size : 0;
 }

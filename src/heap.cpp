@@ -12,14 +12,14 @@
 
 namespace memkit::replacement {
 
-std::atomic<global_heap*> the_heap{nullptr};
+std::atomic<process_heap*> the_process_heap{nullptr};
 unsigned the_mode = mode_fast;
 std::atomic<std::uintptr_t> fast_arena{no_arena};
-alignas(global_heap) unsigned char heap_storage[sizeof(global_heap)];
+alignas(process_heap) unsigned char process_heap_storage[sizeof(process_heap)];
 
 namespace {
 
-void* allocate_in(global_heap& h, std::size_t bytes, std::size_t alignment) noexcept {
+void* allocate_in(process_heap& h, std::size_t bytes, std::size_t alignment) noexcept {
   return (the_mode & mode_debug) != 0 ? debug_allocate(h, bytes, alignment)
                                       : h.allocate_any(bytes, alignment);
 }
@@ -27,9 +27,9 @@ void* allocate_in(global_heap& h, std::size_t bytes, std::size_t alignment) noex
 } // namespace
 
 void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
-  global_heap* h = the_heap.load(std::memory_order_acquire);
+  process_heap* h = the_process_heap.load(std::memory_order_acquire);
   if (h == nullptr) {
-    h = make_heap();
+    h = make_process_heap();
   }
   void* p = allocate_in(*h, bytes, alignment);
   if (p == nullptr && bytes <= h->max_size()) {
@@ -53,7 +53,7 @@ void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
 }
 
 void free_slow(void* p) noexcept {
-  global_heap* h = the_heap.load(std::memory_order_acquire);
+  process_heap* h = the_process_heap.load(std::memory_order_acquire);
   if (p == nullptr) {
     return;
   }
@@ -76,7 +76,7 @@ void free_slow(void* p) noexcept {
 }
 
 void free_sized_slow(void* p, std::size_t bytes) noexcept {
-  global_heap* h = the_heap.load(std::memory_order_acquire);
+  process_heap* h = the_process_heap.load(std::memory_order_acquire);
   if ((the_mode & mode_debug) != 0 && p != nullptr && h != nullptr && h->find(p) != nullptr) {
     std::size_t size = 0;
     if (!debug_check(*h, p, size)) {
@@ -91,19 +91,19 @@ void free_sized_slow(void* p, std::size_t bytes) noexcept {
 }
 
 std::size_t trim() noexcept {
-  global_heap* h = the_heap.load(std::memory_order_acquire);
+  process_heap* h = the_process_heap.load(std::memory_order_acquire);
   if (h == nullptr) {
     return 0;
   }
   return h->trim();
 }
 
-void free_unbound(global_heap& h, void* p, detail::thread::chunk* c) noexcept {
+void free_unbound(process_heap& h, void* p, detail::thread::chunk* c) noexcept {
   h.free_found(p, c);
   me.heap = h.current_heap();
 }
 
-void tick_slow(global_heap& h) noexcept {
+void tick_slow(process_heap& h) noexcept {
   me.frees_until_tick = frees_per_tick;
   h.tick();
 }
@@ -118,19 +118,19 @@ void free_foreign(void* p) noexcept {
 __attribute__((weak)) void release_foreign(void* p) noexcept { ::free(p); }
 
 std::size_t usable_size_of(const void* p) noexcept {
-  global_heap& h = *the_heap.load(std::memory_order_relaxed);
+  process_heap& h = *the_process_heap.load(std::memory_order_relaxed);
   if ((the_mode & mode_debug) != 0) {
     // The header is checked before its size is believed: realloc copies that many bytes.
     return debug_size(h, const_cast<void*>(p));
   }
-  return global_heap::usable(h.find(p));
+  return process_heap::usable(h.find(p));
 }
 
 } // namespace memkit::replacement
 
-using memkit::replacement::the_heap;
+using memkit::replacement::the_process_heap;
 
 extern "C" __attribute__((visibility("default"))) int memkit_owns(const void* p) {
-  memkit::replacement::global_heap* h = the_heap.load(std::memory_order_acquire);
+  memkit::replacement::process_heap* h = the_process_heap.load(std::memory_order_acquire);
   return h != nullptr && h->owns(p) ? 1 : 0;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// src/heap.hpp: the engine of memkit's global replacement (docs/REPLACEMENT.md): one process-wide
-// thread_cached resource over memory mapped from the OS, the runtime options, and the inline fast
+// src/heap.hpp: the process heap of memkit's global replacement (docs/REPLACEMENT.md): the
+// thread-caching engine over memory mapped from the OS, the runtime options, and the inline fast
 // paths that malloc.cpp and new_delete.cpp share.
 #pragma once
 
@@ -10,11 +10,11 @@
 #include <new>
 
 #include "memkit/config.hpp"
-#include "memkit/thread_cached.hpp"
+#include "memkit/detail/thread/engine.hpp"
 #include "os_upstream.hpp"
 
 // Everything here is internal to the library or program it is built into: hidden, so the fast
-// paths reach fast_arena, heap_storage and the rest directly rather than through the GOT.
+// paths reach fast_arena, process_heap_storage and the rest directly rather than through the GOT.
 #pragma GCC visibility push(hidden)
 
 namespace memkit::replacement {
@@ -22,26 +22,39 @@ namespace memkit::replacement {
 /// malloc's alignment on x86-64 and AArch64 glibc: every block is aligned to 16.
 inline constexpr std::size_t malloc_alignment = 16;
 
-/// The process's heap: thread_cached's machinery with every class up to 8 KiB, over os_upstream.
-/// Its sizeless free finds the header of a block in the chunk arena by masking the block's address
-/// (free_fast), and any other's through the chunk map, which also tells a pointer the replacement
-/// never handed out from one of its own without reading memory at the pointer.
-class global_heap final : public thread_cached<os_upstream> {
+// Names: the *process heap* (process_heap, one object, made in process_heap_storage and
+// published through the_process_heap) serves every entry point; a *thread heap* (thread_heap,
+// the engine's detail::thread::heap) is one thread's cache of it, found in me.heap. "The heap"
+// in this folder's comments is the process heap.
+
+/// A thread's heap of the process heap: the engine's per-thread cache (detail/thread/heap.hpp).
+using thread_heap = detail::thread::heap<detail::thread::any_size_bins>;
+
+/// The process heap: the thread-caching engine (detail/thread/engine.hpp) with every class up to
+/// 8 KiB, over os_upstream, held as a member: src/ is one of the engine's clients, as
+/// thread_cached is. Its sizeless free finds the header of a block in the chunk arena by masking
+/// the block's address (free_fast), and any other's through the chunk map, which also tells a
+/// pointer the replacement never handed out from one of its own without reading memory at the
+/// pointer.
+class process_heap {
 public:
-  global_heap() noexcept;
+  using engine_type = detail::thread::engine<os_upstream, detail::thread::any_size_bins>;
+
+  process_heap() noexcept;
 
   /// \returns the header of the chunk or large region holding `p`, or null: not memkit's.
   detail::thread::chunk* find(const void* p) const noexcept { return engine_.find(p); }
 
+  /// \returns whether `p` points into memory of this heap (memkit_owns).
+  bool owns(const void* p) const noexcept { return engine_.owns(p); }
+
   /// \returns the bytes usable in the block at `p`, whose header is `c` (find).
   static std::size_t usable(const detail::thread::chunk* c) noexcept {
-    return engine::usable_size(c);
+    return engine_type::usable_size(c);
   }
 
   /// Frees the block at `p`, whose header is `c` (find).
   void free_found(void* p, detail::thread::chunk* c) noexcept { engine_.free(p, c, usable(c)); }
-
-  using thread_heap = typename engine::heap;
 
   /// \returns the calling thread's heap, or null (none yet, or its exit began).
   thread_heap* current_heap() const noexcept { return engine_.current_heap(); }
@@ -51,10 +64,10 @@ public:
   /// is above every class. The fast path of malloc.
   MEMKIT_ALWAYS_INLINE static void* pop_small(thread_heap& t, std::size_t bytes) noexcept {
     if (bytes <= detail::table_class_limit) {
-      return engine::pop_small(t, bytes);
+      return engine_type::pop_small(t, bytes);
     }
     if (bytes <= detail::thread::max_class_size) {
-      return engine::pop_current(t, detail::class_index(bytes), bytes);
+      return engine_type::pop_current(t, detail::class_index(bytes), bytes);
     }
     return nullptr;
   }
@@ -89,18 +102,34 @@ public:
     return true;
   }
 
-  /// \returns a block of `bytes` aligned to `alignment`, any power of two (above a page the block
-  /// gets a region of its own, its header found only through the map), or null.
+  /// \returns the largest request that can ever succeed (room is left for a large block's
+  /// header).
+  static constexpr std::size_t max_size() noexcept { return unbounded_size - page_size; }
+
+  /// \returns a block of `bytes` (1 if 0) aligned to `alignment`, any power of two (above a page
+  /// the block gets a region of its own, its header found only through the map), or null.
+  /// Requests that fit a class after rounding to the alignment come from it; others, a region.
   void* allocate_any(std::size_t bytes, std::size_t alignment) noexcept {
+    if (bytes > max_size()) {
+      return engine_.fail();
+    }
     if (alignment <= page_size) {
-      return try_allocate(bytes, alignment);
+      std::size_t n = bytes == 0 ? 1 : bytes;
+      if (alignment > detail::class_granularity) {
+        n = detail::round_up(n, alignment); // no overflow: n <= max_size()
+      }
+      if (n <= detail::thread::max_class_size) {
+        return engine_.allocate(detail::class_index(n), bytes);
+      }
     }
     return engine_.allocate_large(bytes, alignment);
   }
 
   /// \returns whether `p` is the start of a block this heap handed out and has not seen freed, as
   /// far as O(1) checks tell (the chunk map, the block grid, the free-list heads): debug mode.
-  bool screen(void* p) const noexcept { return engine_.check_free(p, 0, 0, engine::any_class); }
+  bool screen(void* p) const noexcept {
+    return engine_.check_free(p, 0, 0, engine_type::any_class);
+  }
 
   /// \effects gives back to the OS every wholly free chunk's pages and every kept region.
   /// \returns the bytes given back.
@@ -109,10 +138,18 @@ public:
   /// \effects gives back what has waited for the delay (os_upstream::delay_ms).
   void tick() noexcept { engine_.tick(); }
 
+  /// \returns the thread heaps made so far (the stats line's `heaps`).
+  std::size_t heap_count() const noexcept { return engine_.heap_count(); }
+
+  os_upstream& upstream() noexcept { return engine_.upstream(); }
+
   /// Takes every lock of the heap (fork, and reading the upstream's counters); unlock_all frees
   /// them.
   void lock_all() noexcept { engine_.prepare_fork(); }
   void unlock_all() noexcept { engine_.after_fork(); }
+
+private:
+  engine_type engine_;
 };
 
 /// MEMKIT_OPTIONS, read once when the heap is made (docs/REPLACEMENT.md, "Options").
@@ -124,7 +161,7 @@ enum mode : unsigned {
 
 /// Made on the first call of any entry point; never destroyed (free may be called after exit
 /// began, from destructors and thread-exit code).
-extern std::atomic<global_heap*> the_heap;
+extern std::atomic<process_heap*> the_process_heap;
 /// The modes of MEMKIT_OPTIONS; 0 keeps every entry point on its fast path.
 extern unsigned the_mode;
 /// Where free's fast path looks: the base of the heap's arena (os_upstream) when the_mode is
@@ -147,7 +184,7 @@ struct runtime_options {
 /// \returns the options MEMKIT_OPTIONS `text` asks for ("stats:1,debug:1,quarantine:16m"; null:
 /// none), reporting on stderr every item it does not know or whose value it cannot take.
 runtime_options parse_options(const char* text) noexcept;
-global_heap* make_heap() noexcept;
+process_heap* make_process_heap() noexcept;
 void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept;
 void free_slow(void* p) noexcept;
 void free_sized_slow(void* p, std::size_t bytes) noexcept;
@@ -163,14 +200,14 @@ void release_foreign(void* p) noexcept;
 /// \returns the bytes usable at `p`, a live block of memkit's (any mode).
 std::size_t usable_size_of(const void* p) noexcept;
 
-/// The storage the_heap is made in: its address is a constant, so the fast paths, which run only
-/// once it was made, need not load it.
-extern unsigned char heap_storage[sizeof(global_heap)];
-MEMKIT_ALWAYS_INLINE global_heap& made_heap() noexcept {
-  return *std::launder(reinterpret_cast<global_heap*>(heap_storage));
+/// The storage the_process_heap is made in: its address is a constant, so the fast paths, which run
+/// only once it was made, need not load it.
+extern unsigned char process_heap_storage[sizeof(process_heap)];
+MEMKIT_ALWAYS_INLINE process_heap& made_process_heap() noexcept {
+  return *std::launder(reinterpret_cast<process_heap*>(process_heap_storage));
 }
 
-/// Frees a thread makes between two visits to the depot (global_heap::tick): a program whose
+/// Frees a thread makes between two visits to the depot (process_heap::tick): a program whose
 /// threads free a peak and then run on their caches alone still sees its memory go back to the
 /// OS, after the delay and at most this many frees.
 inline constexpr unsigned frees_per_tick = 1024;
@@ -178,11 +215,11 @@ inline constexpr unsigned frees_per_tick = 1024;
 /// What the fast paths keep per thread, in one initial-exec TLS object (one address lookup for
 /// both fields), `inline` and constant-initialized, so no TLS wrapper call guards it.
 struct thread_state {
-  /// The calling thread's heap of the_heap, found here in one load rather than through the
+  /// The calling thread's heap of the_process_heap, found here in one load rather than through the
   /// thread registry's binding table: set by the slow path once the engine bound one, in mode_fast
   /// only (so it also says the heap is made and the fast paths may run), dropped by the engine's
   /// detach listener when the thread exits.
-  global_heap::thread_heap* heap = nullptr;
+  thread_heap* heap = nullptr;
   unsigned frees_until_tick = frees_per_tick;
 };
 inline thread_local thread_state me;
@@ -190,9 +227,9 @@ inline thread_local thread_state me;
 /// \returns a block of `bytes` (1 if 0) aligned to `alignment` from the calling thread's cache,
 /// or null: then allocate_slow.
 MEMKIT_ALWAYS_INLINE void* allocate_fast(std::size_t bytes, std::size_t alignment) noexcept {
-  global_heap::thread_heap* t = me.heap;
+  thread_heap* t = me.heap;
   if (MEMKIT_LIKELY(t != nullptr && alignment <= malloc_alignment)) {
-    return global_heap::pop_small(*t, bytes);
+    return process_heap::pop_small(*t, bytes);
   }
   return nullptr;
 }
@@ -205,10 +242,10 @@ MEMKIT_ALWAYS_INLINE void* allocate(std::size_t bytes, std::size_t alignment) no
   return allocate_slow(bytes, alignment);
 }
 
-void tick_slow(global_heap& h) noexcept;
+void tick_slow(process_heap& h) noexcept;
 /// Frees `p` (header `c`) on a thread whose heap is not in me.heap yet (a thread that
 /// only frees): through the engine, which binds one, then keeps that heap there.
-void free_unbound(global_heap& h, void* p, detail::thread::chunk* c) noexcept;
+void free_unbound(process_heap& h, void* p, detail::thread::chunk* c) noexcept;
 
 /// \returns whether `p` lies in the arena and the_mode is mode_fast: then it is a block of a
 /// chunk, whose header is found by masking its address (chunk_of).
@@ -221,9 +258,9 @@ MEMKIT_ALWAYS_INLINE bool free_fast(void* p) noexcept {
   if (MEMKIT_LIKELY(in_fast_arena(p))) {
     // No arena lies within arena_size of address 0: null always takes free_slow.
     MEMKIT_ASSUME(p != nullptr);
-    global_heap& h = made_heap();
+    process_heap& h = made_process_heap();
     detail::thread::chunk* const c = detail::thread::chunk_of(p);
-    if (global_heap::thread_heap* t = me.heap; MEMKIT_LIKELY(t != nullptr)) {
+    if (thread_heap* t = me.heap; MEMKIT_LIKELY(t != nullptr)) {
       h.free_from(p, c, t);
     } else {
       free_unbound(h, p, c);

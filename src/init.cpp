@@ -9,18 +9,13 @@
 #include <pthread.h>
 
 #include "internal.hpp"
+#include "memkit/thread_cached.hpp"
 
 namespace memkit::replacement {
 
 runtime_options chosen;
 
 namespace {
-
-thread_cached_options heap_options() noexcept {
-  thread_cached_options o;
-  o.max_class_size = detail::thread::max_class_size;
-  return o;
-}
 
 // Every lock the heap has, taken before fork and released after it in both processes, so the
 // child never inherits one held by a thread it does not have. The child keeps the other threads'
@@ -29,11 +24,11 @@ thread_cached_options heap_options() noexcept {
 void before_fork() noexcept {
   lock_quarantine();
   detail::thread::registry::get().prepare_fork();
-  the_heap.load(std::memory_order_relaxed)->lock_all();
+  the_process_heap.load(std::memory_order_relaxed)->lock_all();
 }
 
 void after_fork() noexcept {
-  the_heap.load(std::memory_order_relaxed)->unlock_all();
+  the_process_heap.load(std::memory_order_relaxed)->unlock_all();
   detail::thread::registry::get().after_fork();
   unlock_quarantine();
 }
@@ -42,19 +37,23 @@ std::atomic<int> heap_state{0}; // 0: none, 1: being made, 2: made
 
 } // namespace
 
-global_heap::global_heap() noexcept : thread_cached(os_upstream{}, heap_options()) {}
+// The engine's tuning is thread_cached's default (thread_cached_options, docs/threads.md).
+process_heap::process_heap() noexcept
+    : engine_(heap_name, detail::thread::any_size_classes.sizes, detail::thread::any_size_bins,
+              thread_cached_options{}.cached_chunks, thread_cached_options{}.batch_blocks,
+              os_upstream{}) {}
 
-global_heap* make_heap() noexcept {
+process_heap* make_process_heap() noexcept {
   int expected = 0;
   if (heap_state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
     // The first call of all. getenv allocates nothing.
     chosen = parse_options(std::getenv("MEMKIT_OPTIONS"));
     the_mode = chosen.mode;
     remember_stderr();
-    auto* h = ::new (heap_storage) global_heap;
+    auto* h = ::new (process_heap_storage) process_heap;
     h->on_detach([]() noexcept { me.heap = nullptr; });
     char* const arena = h->upstream().reserve_arena();
-    the_heap.store(h, std::memory_order_release);
+    the_process_heap.store(h, std::memory_order_release);
     if (the_mode == mode_fast && arena != nullptr) {
       fast_arena.store(detail::address(arena), std::memory_order_relaxed);
     }
@@ -66,7 +65,7 @@ global_heap* make_heap() noexcept {
   while (heap_state.load(std::memory_order_acquire) != 2) {
     std::this_thread::yield();
   }
-  return the_heap.load(std::memory_order_acquire);
+  return the_process_heap.load(std::memory_order_acquire);
 }
 
 } // namespace memkit::replacement

@@ -57,16 +57,16 @@ std::size_t stats_json(char* out, std::size_t size) noexcept;
 
 // ---- debug.cpp: debug:1's guarded blocks and quarantine.
 
-void* debug_allocate(global_heap& h, std::size_t bytes, std::size_t alignment) noexcept;
-void debug_free(global_heap& h, void* q) noexcept;
-/// \returns whether the live debug block at `q` passes every check (header, guard, canary),
-/// reporting the misuse otherwise; its size in `size`.
-bool debug_check(global_heap& h, void* q, std::size_t& size) noexcept;
+void* debug_allocate(process_heap& h, std::size_t bytes, std::size_t alignment) noexcept;
+void debug_free(process_heap& h, void* q) noexcept;
+/// \returns whether the live debug block at `q` passes every check (header, the guards before and
+/// after it), reporting the misuse otherwise; its size in `size`.
+bool debug_check(process_heap& h, void* q, std::size_t& size) noexcept;
 /// \returns the caller's size of the debug block at `q` once its header is checked, or 0 with
 /// the misuse reported.
-std::size_t debug_size(global_heap& h, void* q) noexcept;
+std::size_t debug_size(process_heap& h, void* q) noexcept;
 /// \effects gives every quarantined block back to the engine.
-void drain_quarantine(global_heap& h) noexcept;
+void drain_quarantine(process_heap& h) noexcept;
 /// The quarantine's lock, for fork.
 void lock_quarantine() noexcept;
 void unlock_quarantine() noexcept;

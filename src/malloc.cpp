@@ -106,12 +106,12 @@ MEMKIT_EXPORT void* realloc(void* p, std::size_t bytes) noexcept {
   std::size_t usable = 0;
   if (mr::in_fast_arena(p)) { // the_mode is mode_fast: the header is found by masking
     memkit::detail::thread::chunk* const c = memkit::detail::thread::chunk_of(p);
-    if (mr::made_heap().resize_in_place(p, c, bytes)) {
+    if (mr::made_process_heap().resize_in_place(p, c, bytes)) {
       return p;
     }
-    usable = mr::global_heap::usable(c);
+    usable = mr::process_heap::usable(c);
   } else {
-    mr::global_heap* h = mr::the_heap.load(std::memory_order_acquire);
+    mr::process_heap* h = mr::the_process_heap.load(std::memory_order_acquire);
     memkit::detail::thread::chunk* c = h != nullptr ? h->find(p) : nullptr;
     if (c == nullptr) {
       return __libc_realloc(p, bytes); // glibc's block stays glibc's
@@ -176,7 +176,7 @@ MEMKIT_EXPORT std::size_t malloc_usable_size(void* p) noexcept {
   if (p == nullptr) {
     return 0;
   }
-  mr::global_heap* h = mr::the_heap.load(std::memory_order_acquire);
+  mr::process_heap* h = mr::the_process_heap.load(std::memory_order_acquire);
   if (h == nullptr || h->find(p) == nullptr) {
     return mr::glibc_usable_size(p);
   }

@@ -11,7 +11,7 @@
 
 namespace memkit::replacement {
 
-/// Serves the thread_cached engine (src/heap.hpp) from mmap (detail/base/os.hpp):
+/// Serves the process heap's engine (src/heap.hpp) from mmap (detail/base/os.hpp):
 /// - 64 KiB chunks are carved from 4 MiB reservations aligned to 64 KiB, 64 chunks at a time,
 ///   committed in the arena while it lasts (below), each mapped on its own after that;
 /// - the arena: `arena_size` bytes of address space reserved once (reserve_arena; no memory, no

@@ -12,6 +12,7 @@
 
 #include "internal.hpp"
 #include "memkit/replacement.h"
+#include "memkit/stats.hpp"
 #include "memkit/version.hpp"
 
 namespace memkit::replacement {
@@ -35,18 +36,18 @@ void write_stderr(const char* s) noexcept { write_all(STDERR_FILENO, s, std::str
 namespace {
 
 // Threads count into one of these by a slot taken on their first call: no line is written by two
-// threads unless more threads than slots run, and then the atomics keep the sums exact.
+// threads unless more threads than slots run, and then the atomics keep the sums exact. The
+// library's counters (memkit/stats.hpp, its field list and its one implementation), counted
+// whatever MEMKIT_STATISTICS is: stats:1 is chosen at run time. bytes_in_use sums modulo 2^N: a
+// slot's goes below zero when its thread frees another's blocks.
 struct alignas(cache_line_size) counter_slot {
-  std::atomic<std::size_t> allocations{0};
-  std::atomic<std::size_t> deallocations{0};
-  std::atomic<std::size_t> bytes_allocated{0};
-  std::atomic<std::size_t> bytes_freed{0};
-  std::atomic<std::size_t> large{0};
+  detail::counters<detail::shared_cell, false> calls;
+  detail::shared_cell large; ///< large_allocations: those above every class
 };
 constexpr std::size_t counter_slots = 64;
 counter_slot counters[counter_slots];
 std::atomic<std::size_t> next_counter_slot{0};
-std::atomic<std::size_t> foreign_frees{0};
+detail::shared_cell foreign_frees;
 thread_local std::size_t my_counter_slot = counter_slots;
 
 counter_slot& my_counters() noexcept {
@@ -60,18 +61,13 @@ counter_slot& my_counters() noexcept {
 
 void count_allocation(std::size_t usable) noexcept {
   counter_slot& s = my_counters();
-  s.allocations.fetch_add(1, std::memory_order_relaxed);
-  s.bytes_allocated.fetch_add(usable, std::memory_order_relaxed);
+  s.calls.on_allocate(usable);
   if (usable > detail::thread::max_class_size) {
-    s.large.fetch_add(1, std::memory_order_relaxed);
+    s.large.add(1);
   }
 }
 
-void count_deallocation(std::size_t usable) noexcept {
-  counter_slot& s = my_counters();
-  s.deallocations.fetch_add(1, std::memory_order_relaxed);
-  s.bytes_freed.fetch_add(usable, std::memory_order_relaxed);
-}
+void count_deallocation(std::size_t usable) noexcept { my_counters().calls.on_deallocate(usable); }
 
 namespace {
 
@@ -131,25 +127,19 @@ __attribute__((destructor)) void print_stats_at_exit() noexcept {
 
 } // namespace
 
-void count_foreign_free() noexcept { foreign_frees.fetch_add(1, std::memory_order_relaxed); }
+void count_foreign_free() noexcept { foreign_frees.add(1); }
 
 std::size_t stats_json(char* out, std::size_t size) noexcept {
-  std::size_t allocations = 0;
-  std::size_t deallocations = 0;
-  std::size_t bytes_allocated = 0;
-  std::size_t bytes_freed = 0;
+  statistics calls;
   std::size_t large = 0;
   for (const counter_slot& s : counters) {
-    allocations += s.allocations.load(std::memory_order_relaxed);
-    deallocations += s.deallocations.load(std::memory_order_relaxed);
-    bytes_allocated += s.bytes_allocated.load(std::memory_order_relaxed);
-    bytes_freed += s.bytes_freed.load(std::memory_order_relaxed);
-    large += s.large.load(std::memory_order_relaxed);
+    s.calls.add_to(calls);
+    large += s.large.get();
   }
   std::size_t heaps = 0;
   std::size_t mapped = 0;
   std::size_t peak_mapped = 0;
-  if (global_heap* h = the_heap.load(std::memory_order_acquire); h != nullptr) {
+  if (process_heap* h = the_process_heap.load(std::memory_order_acquire); h != nullptr) {
     heaps = h->heap_count();
     h->lock_all(); // the upstream's lock
     mapped = h->upstream().mapped();
@@ -158,11 +148,11 @@ std::size_t stats_json(char* out, std::size_t size) noexcept {
   }
   text_writer w{out, size};
   w.put("{\"memkit\":{\"version\":\"" MEMKIT_VERSION_STRING "\"");
-  w.field("allocations", allocations);
-  w.field("deallocations", deallocations);
-  w.field("bytes_in_use", bytes_allocated - bytes_freed);
+  w.field("allocations", calls.allocations);
+  w.field("deallocations", calls.deallocations);
+  w.field("bytes_in_use", calls.bytes_in_use);
   w.field("large_allocations", large);
-  w.field("foreign_frees", foreign_frees.load(std::memory_order_relaxed));
+  w.field("foreign_frees", foreign_frees.get());
   w.field("heaps", heaps);
   w.field("mapped_bytes", mapped);
   w.field("peak_mapped_bytes", peak_mapped);

@@ -413,6 +413,20 @@ TEST(DebugResource, DamagedHeaderIsReportedAsAnUnderrun) {
   EXPECT_EQ(recorded()[0].kind, misuse::underrun);
 }
 
+// An alignment of 64 puts 16 bytes of padding before the 32-byte header (debug_front rounds 16 +
+// 32 up to 64): they are guard bytes of the shared layout (detail/guard.hpp), checked like the
+// rest.
+TEST(DebugResource, DamagedPaddingBeforeTheHeaderIsReportedAsAnUnderrun) {
+  debug_resource<memkit::malloc_resource> r(recording());
+  auto* p = static_cast<unsigned char*>(r.allocate(16, 64));
+  EXPECT_EQ(peek(p - 64), memkit::debug_guard_byte);
+  scribble(p - 64);
+  r.deallocate(p, 16, 64);
+  ASSERT_EQ(recorded().size(), 1u);
+  EXPECT_EQ(recorded()[0].kind, misuse::underrun);
+  EXPECT_EQ(recorded()[0].pointer, p);
+}
+
 TEST(DebugResource, DeferredThrowThrowsTheFirstMistakeFromTheNextAllocateOrCheck) {
   debug_options o;
   o.reaction = debug_reaction::deferred_throw;

@@ -22,6 +22,7 @@
 
 #include "heap.hpp"
 #include "internal.hpp"
+#include "memkit/detail/guard.hpp"
 #include "memkit/error.hpp"
 #include "memkit/replacement.h"
 #include "memkit/version.hpp"
@@ -302,7 +303,7 @@ TEST(ReplacementEngine, SmallBlocksComeFromTheArenaAndHeadersTakeEveryColour) {
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(memkit::detail::address(p) - arena < mr::os_upstream::arena_size, !no_arena_run());
     memkit::detail::thread::chunk* c = memkit::detail::thread::chunk_of(p);
-    EXPECT_EQ(mr::the_heap.load()->find(p), c);
+    EXPECT_EQ(mr::the_process_heap.load()->find(p), c);
     EXPECT_GE(static_cast<char*>(p), reinterpret_cast<char*>(c + 1)) << "blocks after the header";
     colour[(memkit::detail::address(c) % memkit::detail::thread::header_room) /
            sizeof(memkit::detail::thread::chunk)] = true;
@@ -320,7 +321,7 @@ TEST(ReplacementEngine, BlocksResizeInPlaceWithinTheirClassOrRegion) {
   if (debug_run()) {
     GTEST_SKIP() << "debug blocks always move (realloc): the engine's block sits behind a guard";
   }
-  mr::global_heap* h = mr::the_heap.load();
+  mr::process_heap* h = mr::the_process_heap.load();
   ASSERT_NE(h, nullptr);
   void* small = mr::allocate(100, 16);
   memkit::detail::thread::chunk* c = h->find(small);
@@ -346,7 +347,7 @@ TEST(ReplacementEngine, ALargeBlockAloneInAChunkGrowsInPlaceToTheChunksEndAndMov
     GTEST_SKIP() << "debug blocks always move (realloc): the engine's block sits behind a guard";
   }
   namespace thread = memkit::detail::thread;
-  mr::global_heap* h = mr::the_heap.load();
+  mr::process_heap* h = mr::the_process_heap.load();
   ASSERT_NE(h, nullptr);
   auto* p = static_cast<unsigned char*>(mr::allocate(thread::max_class_size + 1, 16));
   ASSERT_NE(p, nullptr);
@@ -539,7 +540,7 @@ TEST_F(ReplacementDebug, OverrunAndUnderrunAreReportedAndTheBlockKept) {
   mr::free(p);
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].kind, memkit::misuse::overrun);
-  p[24] = 0xfd; // the canary again
+  p[24] = memkit::detail::guard::guard_byte; // the guard again
   p[-20] = 0;
   mr::free(p);
   ASSERT_EQ(reports.size(), 2u);

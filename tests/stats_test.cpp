@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -395,6 +396,62 @@ TEST(Stats, StackCountsLifoFreesAndIgnoresViolations) {
     expect_upstream_matches(stack.stats(), spy);
   }
   EXPECT_EQ(spy.blocks_in_use(), 0U);
+}
+
+// memkit::detail::counters, the one implementation every strategy, the thread-caching engine and
+// the replacement's stats:1 count with, whatever MEMKIT_STATISTICS is: each kind of cell keeps the
+// same counts for the same events.
+template <class Cell, bool Peaks>
+statistics count_one_run() {
+  memkit::detail::counters<Cell, Peaks> c;
+  c.on_allocate(100);
+  c.on_allocate(20);
+  c.on_deallocate(100);
+  c.on_failure();
+  c.on_fallback();
+  c.on_upstream_allocate(4096);
+  c.on_upstream_allocate(64);
+  c.on_upstream_deallocate(64);
+  return c.stats();
+}
+
+TEST(Stats, EveryKindOfCounterCountsTheSameEvents) {
+  // In MEMKIT_STATISTICS_FIELDS' order: allocations, deallocations, failures, bytes and blocks in
+  // use, their peaks, upstream allocations, deallocations and bytes, fallbacks.
+  statistics expected{2, 1, 1, 20, 1, 120, 2, 2, 1, 4096, 1};
+  EXPECT_EQ((count_one_run<memkit::detail::plain_cell, true>()), expected);
+  EXPECT_EQ((count_one_run<memkit::detail::owned_cell, true>()), expected);
+  EXPECT_EQ((count_one_run<memkit::detail::shared_cell, true>()), expected);
+  expected.peak_bytes_in_use = 0;
+  expected.peak_blocks_in_use = 0;
+  EXPECT_EQ((count_one_run<memkit::detail::owned_cell, false>()), expected) << "no peaks kept";
+}
+
+TEST(Stats, SharedCountersAreExactOnceThreadsAreDone) {
+  memkit::detail::counters<memkit::detail::shared_cell> c;
+  constexpr std::size_t per_thread = 20000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&c] {
+      for (std::size_t i = 0; i < per_thread; ++i) {
+        c.on_allocate(16);
+        c.on_deallocate(16);
+      }
+      c.on_allocate(8);
+    });
+  }
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  const statistics s = c.stats();
+  EXPECT_EQ(s.allocations, 4 * per_thread + 4);
+  EXPECT_EQ(s.deallocations, 4 * per_thread);
+  EXPECT_EQ(s.bytes_in_use, 32u);
+  EXPECT_EQ(s.blocks_in_use, 4u);
+  EXPECT_GE(s.peak_blocks_in_use, 4u);
+  EXPECT_LE(s.peak_blocks_in_use, 8u);
+  c.clear();
+  EXPECT_EQ(c.stats(), statistics{});
 }
 
 TEST(Stats, FallbackCountsWhatTheSecondaryServed) {

@@ -11,7 +11,6 @@
 #include <utility>
 
 #include "config.hpp"
-#include "detail/atomic_stats.hpp"
 #include "detail/base/align.hpp"
 #include "detail/base/assert.hpp"
 #include "detail/base/poison.hpp"

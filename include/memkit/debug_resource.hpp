@@ -18,6 +18,7 @@
 #include "config.hpp"
 #include "detail/base/align.hpp"
 #include "detail/base/poison.hpp"
+#include "detail/guard.hpp"
 #include "error.hpp"
 #include "resource.hpp"
 #include "traits.hpp"
@@ -54,12 +55,13 @@ using debug_report [[deprecated("use memkit::misuse_report (field `mistake` is n
 using debug_mistake [[deprecated("use memkit::misuse")]] = misuse;
 
 /// Written into every fresh block, so reading uninitialised memory shows a recognisable value.
-/// The values are MSVC's debug heap's (0xCD fresh, 0xDD freed, 0xFD guard), familiar to many.
-inline constexpr unsigned char debug_fresh_byte = 0xCD;
+/// The values are MSVC's debug heap's (0xCD fresh, 0xDD freed, 0xFD guard), familiar to many, and
+/// those of the global replacement's debug mode (detail/guard.hpp holds them for both).
+inline constexpr unsigned char debug_fresh_byte = detail::guard::fresh_byte;
 /// Written into a block when it is freed or dies in `reset()`: a later read shows it.
-inline constexpr unsigned char debug_freed_byte = 0xDD;
+inline constexpr unsigned char debug_freed_byte = detail::guard::freed_byte;
 /// The guard bytes around every block.
-inline constexpr unsigned char debug_guard_byte = 0xFD;
+inline constexpr unsigned char debug_guard_byte = detail::guard::guard_byte;
 
 namespace detail {
 
@@ -75,8 +77,7 @@ struct debug_header {
 inline constexpr std::size_t debug_cookie = static_cast<std::size_t>(0x9E3779B97F4A7C15ull);
 
 constexpr std::size_t debug_guard(std::size_t requested) noexcept {
-  const std::size_t g = round_up(requested, alignof(debug_header));
-  return g < alignof(debug_header) ? alignof(debug_header) : g;
+  return guard::size_for(requested, alignof(debug_header));
 }
 
 /// Bytes before the block: header and front guard, rounded so the block keeps `alignment`.
@@ -220,10 +221,11 @@ public:
     }
     allocations_ = number;
     const detail::debug_header h{bytes, alignment, number, number ^ detail::debug_cookie};
-    std::memset(base, debug_guard_byte, static_cast<std::size_t>(p - base));
-    std::memcpy(header_start(p), &h, sizeof(h));
+    const detail::guard::layout g = layout_for(a);
     const std::size_t n = bytes == 0 ? 1 : bytes;
-    std::memset(p + n, debug_guard_byte, guard_);
+    g.paint_front(base);
+    std::memcpy(header_start(p), &h, sizeof(h));
+    g.paint_back(base, n);
     if (options_.fill) {
       std::memset(p, debug_fresh_byte, n);
     }
@@ -368,6 +370,14 @@ private:
 
   char* header_start(char* p) const noexcept { return p - guard_ - sizeof(detail::debug_header); }
 
+  /// The shared guard layout (detail/guard.hpp) of a block aligned to `a`: the header right
+  /// before the front guard, the padding an alignment adds before the header guarded too.
+  detail::guard::layout layout_for(std::size_t a) const noexcept {
+    const std::size_t front = detail::debug_front(guard_, a);
+    return {front - guard_ - sizeof(detail::debug_header), sizeof(detail::debug_header), front,
+            guard_};
+  }
+
   /// Records a new live block. An address seen before reuses its entry, so the steady state of a
   /// strategy that recycles addresses allocates nothing for the registry.
   bool remember(char* p, const block_info& b) noexcept {
@@ -457,27 +467,21 @@ private:
                            stored.allocation == b.number &&
                            stored.cookie == (b.number ^ detail::debug_cookie);
     const std::size_t n = b.size == 0 ? 1 : b.size;
-    if (!header_ok || !intact(p - guard_)) {
+    const std::size_t a = std::max(b.alignment, alignof(detail::debug_header));
+    const detail::guard::layout g = layout_for(a);
+    char* const base = p - g.front;
+    if (!header_ok || g.first_bad_before(base) != 0) {
       react({misuse::underrun, name_, p, bytes, alignment, b.size, b.alignment, b.number});
       const detail::debug_header fixed{b.size, b.alignment, b.number,
                                        b.number ^ detail::debug_cookie};
       std::memcpy(h, &fixed, sizeof(fixed));
-      std::memset(p - guard_, debug_guard_byte, guard_);
+      g.paint_front(base);
     }
-    if (!intact(p + n)) {
+    if (g.first_bad_after(base, n) != 0) {
       react({misuse::overrun, name_, p, bytes, alignment, b.size, b.alignment, b.number});
-      std::memset(p + n, debug_guard_byte, guard_);
+      g.paint_back(base, n);
     }
-    cover(p, n, std::max(b.alignment, alignof(detail::debug_header)));
-  }
-
-  bool intact(const char* guard) const noexcept {
-    for (std::size_t i = 0; i < guard_; ++i) {
-      if (static_cast<unsigned char>(guard[i]) != debug_guard_byte) {
-        return false;
-      }
-    }
-    return true;
+    cover(p, n, a);
   }
 
   MEMKIT_NOINLINE MEMKIT_COLD void report_unknown(void* p, std::size_t bytes,

@@ -134,25 +134,17 @@ protected:
 /// thread's outgoing batch, or any block of a wholly free chunk (double_free). Level 3 also walks
 /// the chunk's free list and the outgoing batches.
 template <class Upstream = malloc_resource>
-class thread_cached
-    : public detail::thread_cached_base<Upstream,
-                                        detail::class_index(detail::thread::max_class_size) + 1> {
+class thread_cached : public detail::thread_cached_base<Upstream, detail::thread::any_size_bins> {
   static_assert(is_resource_v<Upstream>,
                 "thread_cached<U>: U must implement the resource interface");
-  static constexpr std::size_t bins = detail::class_index(detail::thread::max_class_size) + 1;
-  using front = detail::thread_cached_base<Upstream, bins>;
-
-protected:
-  // The malloc replacement (src/) builds on the engine: its sizeless free finds the header
-  // through the chunk map, which also screens pointers it never handed out.
-  using engine = typename front::engine;
+  using front = detail::thread_cached_base<Upstream, detail::thread::any_size_bins>;
   using front::engine_;
 
 public:
   /// \effects enrolls the resource in the thread registry; obtains nothing.
   explicit thread_cached(Upstream upstream = {}, thread_cached_options options = {}) noexcept
-      : front("memkit::thread_cached", class_table().sizes, class_count(options), options,
-              std::move(upstream)),
+      : front("memkit::thread_cached", detail::thread::any_size_classes.sizes, class_count(options),
+              options, std::move(upstream)),
         last_class_byte_(last_class_byte(options)),
         last_direct_byte_(last_class_byte_ < detail::table_class_limit
                               ? last_class_byte_
@@ -210,20 +202,6 @@ public:
   }
 
 private:
-  struct table {
-    std::uint32_t sizes[bins];
-  };
-  static const table& class_table() noexcept {
-    static constexpr table t = [] {
-      table r{};
-      for (std::size_t i = 0; i < bins; ++i) {
-        r.sizes[i] = static_cast<std::uint32_t>(detail::class_size(i));
-      }
-      return r;
-    }();
-    return t;
-  }
-
   static std::size_t class_count(const thread_cached_options& o) noexcept {
     return detail::class_index(std::size_t{last_class_byte(o)} + 1) + 1;
   }

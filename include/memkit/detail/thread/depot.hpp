@@ -188,11 +188,7 @@ public:
   std::size_t heap_count() const noexcept { return heap_count_; }
 
   /// \effects adds the upstream counters of docs/statistics.md to `s`.
-  void add_upstream_counts(statistics& s) const noexcept {
-    s.upstream_allocations += upstream_allocations_;
-    s.upstream_deallocations += upstream_deallocations_;
-    s.upstream_bytes_in_use = upstream_bytes_;
-  }
+  void add_upstream_counts(statistics& s) const noexcept { upstream_counts_.add_to(s); }
 
   /// \returns the chunk or large-region header covering `p`, or null. Lock-free.
   chunk* find(const void* p) const noexcept { return header_at(map_.find(p)); }
@@ -228,15 +224,13 @@ private:
     void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
       void* p = d.upstream_.try_allocate(bytes, alignment);
       if (p != nullptr) {
-        ++d.upstream_allocations_;
-        d.upstream_bytes_ += bytes;
+        d.upstream_counts_.on_upstream_allocate(bytes);
       }
       return p;
     }
     void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept {
       d.upstream_.deallocate(p, bytes, alignment);
-      ++d.upstream_deallocations_;
-      d.upstream_bytes_ -= bytes;
+      d.upstream_counts_.on_upstream_deallocate(bytes);
     }
   };
 
@@ -248,9 +242,8 @@ private:
   Heap* abandoned_ = nullptr; ///< heaps whose thread exited
   std::size_t heap_count_ = 0;
   decay<Upstream> decay_;
-  std::size_t upstream_allocations_ = 0;
-  std::size_t upstream_deallocations_ = 0;
-  std::size_t upstream_bytes_ = 0;
+  /// Only the upstream counters move (under the mutex).
+  counters_if_enabled<plain_cell> upstream_counts_;
   chunk_map<chunk_shift> map_;
   Upstream upstream_;
   counted_upstream counted_{*this};

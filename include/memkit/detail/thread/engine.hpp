@@ -45,6 +45,20 @@ inline namespace MEMKIT_ABI {
 namespace detail {
 namespace thread {
 
+/// The size classes of the any-size form (thread_cached and the global replacement): multipool's
+/// (size_class.hpp) up to max_class_size, one bin each.
+inline constexpr std::size_t any_size_bins = class_index(max_class_size) + 1;
+struct class_table_sizes {
+  std::uint32_t sizes[any_size_bins];
+};
+inline constexpr class_table_sizes any_size_classes = [] {
+  class_table_sizes t{};
+  for (std::size_t i = 0; i < any_size_bins; ++i) {
+    t.sizes[i] = static_cast<std::uint32_t>(class_size(i));
+  }
+  return t;
+}();
+
 /// The machinery of docs/threads.md, "thread_cached": `Bins` size classes whose sizes the resource
 /// sets; the resource maps requests to classes and checks them. Public members that take a
 /// `heap*` are for a caller that keeps the calling thread's heap itself (the global replacement,
@@ -295,8 +309,7 @@ public:
       shared_.counters.add_to(s);
       unbound_.add_to(s);
       depot_.for_each_heap([&](const heap& h) { h.counters.add_to(s); });
-      s.failures += failures_.load(std::memory_order_relaxed);
-      s.fallbacks += fallbacks_.load(std::memory_order_relaxed);
+      events_.add_to(s);
       depot_.add_upstream_counts(s);
       peak_bytes_ = s.bytes_in_use > peak_bytes_ ? s.bytes_in_use : peak_bytes_;
       peak_blocks_ = s.blocks_in_use > peak_blocks_ ? s.blocks_in_use : peak_blocks_;
@@ -311,9 +324,7 @@ public:
 
   /// \returns null, counting a failed request.
   void* fail() noexcept {
-    if constexpr (statistics_enabled) {
-      failures_.fetch_add(1, std::memory_order_relaxed);
-    }
+    events_.on_failure();
     return nullptr;
   }
 
@@ -355,9 +366,7 @@ private:
       if (p == nullptr) {
         return fail();
       }
-      if constexpr (statistics_enabled) {
-        fallbacks_.fetch_add(1, std::memory_order_relaxed);
-      }
+      events_.on_fallback();
       unpoison(p, class_size_[cls]);
       shared_.counters.on_allocate(bytes);
       return p;
@@ -632,8 +641,7 @@ private:
     depot_.release();
     shared_.~heap();
     ::new (&shared_) heap;
-    unbound_.~counters();
-    ::new (&unbound_) counters;
+    unbound_.clear();
   }
 
   // Read by every call.
@@ -654,8 +662,8 @@ private:
   std::mutex shared_mutex_;
   heap shared_;
   thread::counters unbound_; ///< frees by threads without a heap (under shared_mutex_)
-  std::atomic<std::size_t> failures_{0};
-  std::atomic<std::size_t> fallbacks_{0};
+  /// failures and fallbacks, from any thread
+  counters_if_enabled<shared_cell, false> events_;
   unbind_listener unbind_listener_ = nullptr;
 };
 

@@ -19,42 +19,10 @@ inline namespace MEMKIT_ABI {
 namespace detail {
 namespace thread {
 
-/// Per-heap counters (docs/statistics.md), written only by the heap's current thread with relaxed
-/// atomic stores (no read-modify-write) and summed by `stats()` from any thread.
-#if MEMKIT_STATISTICS
-struct counters {
-  std::atomic<std::size_t> allocations{0};
-  std::atomic<std::size_t> deallocations{0};
-  std::atomic<std::size_t> bytes{0}; ///< allocated minus freed here, modulo 2^N
-  std::atomic<std::size_t> blocks{0};
-
-  static void bump(std::atomic<std::size_t>& c, std::size_t by) noexcept {
-    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-  }
-  void on_allocate(std::size_t n) noexcept {
-    bump(allocations, 1);
-    bump(bytes, n);
-    bump(blocks, 1);
-  }
-  void on_deallocate(std::size_t n) noexcept {
-    bump(deallocations, 1);
-    bump(bytes, 0 - n);
-    bump(blocks, 0 - std::size_t{1});
-  }
-  void add_to(statistics& s) const noexcept {
-    s.allocations += allocations.load(std::memory_order_relaxed);
-    s.deallocations += deallocations.load(std::memory_order_relaxed);
-    s.bytes_in_use += bytes.load(std::memory_order_relaxed);
-    s.blocks_in_use += blocks.load(std::memory_order_relaxed);
-  }
-};
-#else
-struct counters {
-  void on_allocate(std::size_t) noexcept {}
-  void on_deallocate(std::size_t) noexcept {}
-  void add_to(statistics&) const noexcept {}
-};
-#endif
+/// Per-heap counters (docs/statistics.md; stats.hpp's one implementation), written only by the
+/// heap's current thread (no read-modify-write) and summed by the engine's `stats()` from any
+/// thread, which keeps the peaks of the sum.
+using counters = counters_if_enabled<owned_cell, false>;
 
 /// One thread's cache for one resource: per size class a current chunk and a list of partially
 /// used ones (each chunk keeps its own free list, mimalloc's free-list sharding), up to
