@@ -274,21 +274,20 @@ inline std::size_t frame_bound(std::size_t raw) noexcept {
 }
 
 /// Writes one frame (header and payload) at `out`, which has frame_bound(size) bytes: the payload
-/// compressed by `cctx` at `level`, or stored when `cctx` is null or compression fails or does not
-/// shrink it. \returns the bytes written, 0 when `size` exceeds codec::max_raw_size.
-inline std::size_t write_frame(const std::uint8_t* raw, std::size_t size, std::uint8_t* out,
-                               ZSTD_CCtx* cctx, int level) noexcept {
+/// compressed by `compress(dst, capacity, src, size)` (which returns the compressed size, or 0 when
+/// it cannot), or stored when that fails or does not shrink it. \returns the bytes written, 0 when
+/// `size` exceeds codec::max_raw_size.
+template <class Compress>
+std::size_t write_frame(const std::uint8_t* raw, std::size_t size, std::uint8_t* out,
+                        Compress&& compress) noexcept {
   if (size > codec::max_raw_size) {
     return 0;
   }
   codec::frame_header h;
   h.raw_size = static_cast<std::uint32_t>(size);
   std::uint8_t* payload = out + codec::frame_header_size;
-  std::size_t stored = 0;
-  if (cctx != nullptr) {
-    stored = ZSTD_compressCCtx(cctx, payload, ZSTD_COMPRESSBOUND(size), raw, size, level);
-  }
-  if (cctx != nullptr && ZSTD_isError(stored) == 0 && stored < size) {
+  std::size_t stored = compress(payload, ZSTD_COMPRESSBOUND(size), raw, size);
+  if (stored != 0 && stored < size) {
     h.codec = codec::frame_codec::zstd;
   } else {
     stored = size;
@@ -300,6 +299,20 @@ inline std::size_t write_frame(const std::uint8_t* raw, std::size_t size, std::u
   h.stored_size = static_cast<std::uint32_t>(stored);
   codec::put_frame_header(out, h);
   return codec::frame_header_size + stored;
+}
+
+/// write_frame compressed by `cctx` at `level`, or stored when `cctx` is null.
+inline std::size_t write_frame(const std::uint8_t* raw, std::size_t size, std::uint8_t* out,
+                               ZSTD_CCtx* cctx, int level) noexcept {
+  return write_frame(raw, size, out,
+                     [&](std::uint8_t* dst, std::size_t capacity, const std::uint8_t* src,
+                         std::size_t n) -> std::size_t {
+                       if (cctx == nullptr) {
+                         return 0;
+                       }
+                       const std::size_t r = ZSTD_compressCCtx(cctx, dst, capacity, src, n, level);
+                       return ZSTD_isError(r) != 0 ? 0 : r;
+                     });
 }
 
 using header = codec::file_header;
