@@ -82,6 +82,12 @@ public:
     }
     return p;
   }
+  /// \effects empties the stack and unlocks it, whatever its state: a forked child's, whose lock
+  /// another thread of the parent may have held.
+  void reset() noexcept {
+    ::new (&lock_) spin_mutex;
+    top_ = nullptr;
+  }
 
 private:
   spin_mutex lock_;
@@ -122,6 +128,11 @@ struct recorder {
   std::atomic<bool> writer_running{false};
   std::atomic<bool> stop{false};
   pthread_t writer{};
+  codec::file_header header{};
+  /// In a forked child, which has no writer thread: each buffer is compressed and written by the
+  /// thread that filled it, one at a time.
+  bool write_in_place = false;
+  spin_mutex in_place_lock;
 };
 recorder rec;
 
@@ -165,6 +176,17 @@ void begin_frame(thread_record& r, buffer* b, std::uint64_t time) noexcept {
   r.committed.store(r.preamble, std::memory_order_release);
 }
 
+void write_now(buffer* b) noexcept;
+
+/// Hands a full buffer to the writer thread, or, in a forked child, writes it now.
+void ship(buffer* b) noexcept {
+  if (rec.write_in_place) {
+    write_now(b);
+  } else {
+    push_full(b);
+  }
+}
+
 /// Pushes the owner's buffer and starts the next frame at `time`. \returns false when the exit
 /// flush took the buffer or no memory is left: the event is dropped.
 bool hand_off(thread_record& r, std::uint64_t time) noexcept {
@@ -175,7 +197,7 @@ bool hand_off(thread_record& r, std::uint64_t time) noexcept {
   buffer* next = take_buffer();
   if (next != nullptr) {
     r.buf->size = r.enc.size();
-    push_full(r.buf);
+    ship(r.buf);
     ++r.sequence;
     begin_frame(r, next, time);
   }
@@ -198,11 +220,26 @@ std::uint64_t now() noexcept { return monotonic_ns() - rec.t0; }
 
 // ---- start: the file, at the first call recorded.
 
+/// Opens `path.<pid>` for a new trace.
+int open_own_trace(const char* path) noexcept {
+  char own[sizeof(chosen.trace_path) + 24];
+  text_writer w{own, sizeof own};
+  w.put(path);
+  w.put(".");
+  w.put(static_cast<std::size_t>(::getpid()));
+  w.terminate();
+  const int fd = ::open(own, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ::flock(fd, LOCK_EX | LOCK_NB);
+  }
+  return fd;
+}
+
 /// Opens `path` for a new trace, or `path.<pid>` if a live process holds `path`'s lock (a program
-/// this one was started by, which passed on its MEMKIT_OPTIONS).
-/// `parent_pid` becomes the parent's pid in the second case.
+/// this one was started by, which passed on its MEMKIT_OPTIONS); `parent_pid` becomes the
+/// parent's pid in the second case.
 int open_trace(const char* path, std::uint32_t& parent_pid) noexcept {
-  int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::ftruncate(fd, 0) == 0) {
     return fd;
   }
@@ -210,17 +247,13 @@ int open_trace(const char* path, std::uint32_t& parent_pid) noexcept {
   if (fd >= 0) {
     ::close(fd);
   }
-  char own[sizeof(chosen.trace_path) + 24];
-  text_writer w{own, sizeof own};
-  w.put(path);
-  w.put(".");
-  w.put(static_cast<std::size_t>(::getpid()));
-  w.terminate();
-  fd = ::open(own, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    ::flock(fd, LOCK_EX | LOCK_NB);
-  }
-  return fd;
+  return open_own_trace(path);
+}
+
+void write_header() noexcept {
+  std::uint8_t bytes[codec::file_header_size];
+  codec::put_file_header(bytes, rec.header);
+  write_all(rec.fd, reinterpret_cast<const char*>(bytes), sizeof bytes);
 }
 
 void thread_exited(void* record) noexcept;
@@ -238,7 +271,7 @@ bool started() noexcept {
   }
   rec.t0 = monotonic_ns();
   rec.depth = chosen.stack_depth;
-  codec::file_header h;
+  codec::file_header& h = rec.header;
   rec.fd = open_trace(chosen.trace_path, h.parent_pid);
   if (rec.fd < 0) {
     write_stderr("memkit: cannot open the trace file (MEMKIT_OPTIONS trace:");
@@ -255,9 +288,7 @@ bool started() noexcept {
                     static_cast<std::uint64_t>(wall.tv_nsec);
   h.pid = static_cast<std::uint32_t>(::getpid());
   h.stack_depth = rec.depth;
-  std::uint8_t bytes[codec::file_header_size];
-  codec::put_file_header(bytes, h);
-  write_all(rec.fd, reinterpret_cast<const char*>(bytes), sizeof bytes);
+  write_header();
   os::make_thread_key(rec.key, &thread_exited);
   rec.phase.store(on, std::memory_order_release);
   return true;
@@ -312,7 +343,7 @@ void thread_exited(void* record) noexcept {
   int expected = open;
   if (r->state.compare_exchange_strong(expected, handing, std::memory_order_acq_rel)) {
     r->buf->size = r->enc.size();
-    push_full(r->buf);
+    ship(r->buf);
     r->buf = nullptr;
     r->state.store(idle, std::memory_order_release);
     rec.free_records.push(r);
@@ -423,34 +454,45 @@ bool is_sized(trace_kind k) noexcept {
 
 // ---- the writer thread: compression, the file, RSS samples and the loaded objects.
 
-/// libzstd, loaded when the writer starts (the libraries link no compression library, so a program
-/// that never records never loads it). Without it, frames are stored uncompressed.
-struct compressor {
-  using create_fn = void* (*)();
-  using compress_fn = std::size_t (*)(void*, void*, std::size_t, const void*, std::size_t, int);
-  using is_error_fn = unsigned (*)(std::size_t);
-  void* cctx = nullptr;
-  compress_fn compress = nullptr;
-  is_error_fn is_error = nullptr;
+/// libzstd's functions, loaded when the writer starts (the libraries link no compression
+/// library, so a program that never records never loads it). Without it, frames are stored
+/// uncompressed.
+struct zstd_api {
+  void* (*create)() = nullptr;
+  std::size_t (*compress)(void*, void*, std::size_t, const void*, std::size_t, int) = nullptr;
+  unsigned (*is_error)(std::size_t) = nullptr;
+  bool tried = false;
+};
+zstd_api zstd;
 
-  void load() noexcept {
-    void* lib = ::dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      write_stderr("memkit: libzstd.so.1 not found; the trace is written uncompressed\n");
-      return;
-    }
-    auto create = reinterpret_cast<create_fn>(::dlsym(lib, "ZSTD_createCCtx"));
-    compress = reinterpret_cast<compress_fn>(::dlsym(lib, "ZSTD_compressCCtx"));
-    is_error = reinterpret_cast<is_error_fn>(::dlsym(lib, "ZSTD_isError"));
-    cctx = create != nullptr && compress != nullptr && is_error != nullptr ? create() : nullptr;
+void load_zstd() noexcept {
+  if (zstd.tried) {
+    return;
   }
+  zstd.tried = true;
+  void* lib = ::dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    write_stderr("memkit: libzstd.so.1 not found; the trace is written uncompressed\n");
+    return;
+  }
+  zstd.compress = reinterpret_cast<decltype(zstd.compress)>(::dlsym(lib, "ZSTD_compressCCtx"));
+  zstd.is_error = reinterpret_cast<decltype(zstd.is_error)>(::dlsym(lib, "ZSTD_isError"));
+  zstd.create = zstd.compress != nullptr && zstd.is_error != nullptr
+                    ? reinterpret_cast<decltype(zstd.create)>(::dlsym(lib, "ZSTD_createCCtx"))
+                    : nullptr;
+}
+
+/// One compression context: tr::write_frame's `compress`.
+struct compressor {
+  void* cctx = nullptr;
+
   std::size_t operator()(std::uint8_t* dst, std::size_t capacity, const std::uint8_t* src,
                          std::size_t n) const noexcept {
     if (cctx == nullptr) {
       return 0;
     }
-    const std::size_t r = compress(cctx, dst, capacity, src, n, zstd_level);
-    return is_error(r) != 0 ? 0 : r;
+    const std::size_t r = zstd.compress(cctx, dst, capacity, src, n, zstd_level);
+    return zstd.is_error(r) != 0 ? 0 : r;
   }
 };
 
@@ -579,7 +621,7 @@ int record_object(dl_phdr_info* info, std::size_t, void* state) noexcept {
       e.time_ns = now();
       e.block = info->dlpi_addr + ph.p_vaddr;
       e.size = ph.p_memsz;
-      e.offset = ph.p_offset;
+      e.offset = ph.p_vaddr;
       e.path = path;
       e.build_id = id;
       put_own(w, e);
@@ -593,19 +635,44 @@ void record_mappings(writer_state& w) noexcept {
   w.last_mappings = now();
 }
 
-writer_state* make_writer() noexcept {
+/// A writer's state, mmap'd, with its compression context and thread 0's first frame begun.
+writer_state* new_writer_state() noexcept {
   void* m = os::map(sizeof(writer_state));
   if (m == nullptr) {
     return nullptr;
   }
   auto* w = ::new (m) writer_state;
-  w->zstd.load();
+  load_zstd();
+  w->zstd.cctx = zstd.create != nullptr ? zstd.create() : nullptr;
   buffer* b = take_buffer();
   if (b == nullptr) {
     return nullptr;
   }
   w->own.thread = 0;
   begin_frame(w->own, b, now());
+  return w;
+}
+
+writer_state* in_place_writer = nullptr;
+
+void write_now(buffer* b) noexcept {
+  {
+    std::lock_guard<spin_mutex> g(rec.in_place_lock);
+    if (in_place_writer == nullptr) {
+      in_place_writer = new_writer_state();
+    }
+    if (in_place_writer != nullptr) {
+      write_frame(*in_place_writer, b->data, b->size);
+    }
+  }
+  rec.free_buffers.push(b);
+}
+
+writer_state* make_writer() noexcept {
+  writer_state* w = new_writer_state();
+  if (w == nullptr) {
+    return nullptr;
+  }
   record_mappings(*w);
   sample_rss(*w);
   flush_own(*w);
@@ -651,10 +718,52 @@ void* writer_main(void*) noexcept {
 
 // ---- start-up, fork and exit.
 
-// After fork the child has no writer thread and shares the parent's file: it records nothing
-// (docs/TRACE.md#fork). A program it execs starts afresh and, finding the file locked, records
-// to PATH.<pid>.
-void child_after_fork() noexcept { rec.phase.store(closed, std::memory_order_relaxed); }
+// A forked child records to PATH.<pid> (docs/TRACE.md#fork), from the fork on: the threads that
+// did not survive the fork leave their records and buffers behind (the parent writes what they
+// held), the forking thread goes on as thread 1 of the new trace, and, with no writer thread,
+// each full buffer is compressed and written by the thread that filled it.
+void child_after_fork() noexcept {
+  if (rec.phase.load(std::memory_order_relaxed) != on) {
+    rec.phase.store(closed, std::memory_order_relaxed);
+    return;
+  }
+  for (thread_record* r = rec.all.load(std::memory_order_relaxed); r != nullptr; r = r->next_all) {
+    if (r != my_record) {
+      r->state.store(idle, std::memory_order_relaxed);
+    }
+  }
+  rec.full.store(nullptr, std::memory_order_relaxed);
+  rec.free_buffers.reset();
+  rec.free_records.reset();
+  ::new (&rec.in_place_lock) spin_mutex;
+  in_place_writer = nullptr;
+  rec.writer_running.store(false, std::memory_order_relaxed);
+  rec.write_in_place = true;
+  ::close(rec.fd);
+  rec.fd = open_own_trace(chosen.trace_path);
+  if (rec.fd < 0) {
+    rec.phase.store(closed, std::memory_order_relaxed);
+    return;
+  }
+  rec.header.parent_pid = rec.header.pid;
+  rec.header.pid = static_cast<std::uint32_t>(::getpid());
+  write_header();
+  rec.next_thread.store(1, std::memory_order_relaxed);
+  if (thread_record* r = my_record; r != nullptr && r->buf != nullptr) {
+    std::memset(r->site_keys, 0, sizeof r->site_keys);
+    r->thread = rec.next_thread.fetch_add(1, std::memory_order_relaxed);
+    r->sequence = 0;
+    tr::event start;
+    start.kind = tr::event_kind::thread_start;
+    start.time_ns = now();
+    start.tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+    begin_frame(*r, r->buf, start.time_ns);
+    r->state.store(open, std::memory_order_relaxed);
+    in_recorder = true;
+    put(*r, start);
+    in_recorder = false;
+  }
+}
 
 // The writer starts here, outside any malloc (pthread_create takes locks a malloc caller may hold),
 // before main; calls recorded before it wait in their buffers.

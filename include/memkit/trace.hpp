@@ -151,17 +151,20 @@ struct event {
   std::uint64_t block = 0;
   /// realloc, reallocarray: the block passed in (0 for realloc(NULL, n)).
   std::uint64_t old_block = 0;
-  /// Bytes asked for (calloc and reallocarray: count × size, saturated at 2^64 - 1); the size given
+  /// Bytes asked for (calloc and reallocarray: count × size); the size given
   /// to a sized delete; rss_sample: resident bytes; mapping: its length.
   std::uint64_t size = 0;
-  /// Alignment asked for by the aligned entry points; 0 where the call takes none.
+  /// The aligned entry points' alignment: as the call passed it (operator new and delete,
+  /// posix_memalign, aligned_alloc), or as the allocator used it (memalign and aligned_alloc
+  /// round up to a power of two, and to at least 16); 0 where the call takes none.
   std::uint64_t alignment = 0;
   /// The call site: decoded, an id into reader::site_frames (no_site when the recorder had
   /// none); given to the encoder, the thread's local site index of a prior site event.
   std::uint32_t site = no_site;
   /// thread_start: the OS thread id (gettid).
   std::uint64_t tid = 0;
-  /// mapping: the offset in its file.
+  /// mapping: the segment's address in its file (ELF p_vaddr), so that a site's address there,
+  /// what addr2line takes, is site - block + offset.
   std::uint64_t offset = 0;
   /// site: return addresses, innermost first.
   const std::uint64_t* frames = nullptr;

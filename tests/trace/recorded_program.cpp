@@ -3,7 +3,8 @@
 // (MEMKIT_OPTIONS=trace:PATH) and then checks the trace of. Each mode makes a known set of calls:
 //   kinds        every entry point `rounds` times, each call from its own line of main's callees
 //   threads      4 threads of 1000 mallocs each; every other block is freed by the next thread
-//   fork         a child that allocates 777777 bytes and exits; the parent waits for it
+//   fork         a child that allocates 777777 bytes and exits; the parent waits for it and
+//                prints the child's pid
 //   spawn        runs this program again (`kinds 1`) while recording, and waits for it
 //   kill         fills several buffers, waits for the writer, then SIGKILLs itself
 //   quick-exit   fills several buffers, waits for the writer, then calls _exit
@@ -172,10 +173,11 @@ int main(int argc, char** argv) {
       void* p = std::malloc(777777);
       keep(p);
       std::free(p);
-      std::_Exit(0);
+      std::exit(0);
     }
     int status = 0;
     ::waitpid(child, &status, 0);
+    std::printf("%d\n", static_cast<int>(child));
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
   } else if (mode == "spawn") {
     char kinds[] = "kinds";

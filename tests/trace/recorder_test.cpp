@@ -341,14 +341,35 @@ TEST(Recorder, NewDeleteLibraryRecordsOperatorNewAndDelete) {
   EXPECT_EQ(0u, count(t, kind::malloc, false)); // malloc is glibc's here
 }
 
-TEST(Recorder, AForkedChildRecordsNothing) {
+TEST(Recorder, AForkedChildRecordsToItsOwnFile) {
   const std::string path = trace_path("fork");
-  ASSERT_EQ(0, run({program, "fork"}, "trace:" + path, preload).status);
-  const recorded t = read_trace(path, program);
-  ASSERT_EQ(trace::reader::status::end, t.state) << t.message;
-  for (const trace::event& e : t.events) {
-    EXPECT_NE(777777u, e.size) << "the child's malloc was recorded";
+  const run_result r = run({program, "fork"}, "trace:" + path, preload);
+  ASSERT_EQ(0, r.status);
+  const recorded parent = read_trace(path, program);
+  ASSERT_EQ(trace::reader::status::end, parent.state) << parent.message;
+  for (const trace::event& e : parent.events) {
+    EXPECT_NE(777777u, e.size) << "the child's malloc is in the parent's trace";
   }
+  const std::string child_path = path + "." + std::to_string(std::atoi(r.out.c_str()));
+  const recorded child = read_trace(child_path, program);
+  std::remove(child_path.c_str());
+  ASSERT_EQ(trace::reader::status::end, child.state) << child.message;
+  EXPECT_EQ(parent.header.pid, child.header.parent_pid);
+  EXPECT_EQ(parent.header.start_wall_ns, child.header.start_wall_ns) << "one clock for both";
+  std::vector<trace::event> calls;
+  for (const trace::event& e : child.events) {
+    if (trace::role(e.kind) != trace::kind_role::other) {
+      calls.push_back(e);
+    }
+  }
+  // The forking thread goes on as thread 1; its malloc and free, then exit's own calls.
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(kind::malloc, calls[0].kind);
+  EXPECT_EQ(777777u, calls[0].size);
+  EXPECT_EQ(1u, calls[0].thread);
+  EXPECT_EQ(kind::free, calls[1].kind);
+  EXPECT_EQ(calls[0].block, calls[1].block);
+  EXPECT_EQ(1u, count(child, kind::thread_start, false));
 }
 
 TEST(Recorder, AProgramStartedWhileRecordingWritesItsOwnFile) {
