@@ -49,7 +49,7 @@ constexpr std::uint64_t rss_period_ns = 10'000'000;
 constexpr std::uint64_t mapping_period_ns = 1'000'000'000;
 // zstd's level for the writer: bench/trace_overhead.sh's bytes per event, at its cost in the
 // writer thread.
-constexpr int zstd_level = 3;
+constexpr int zstd_level = 1;
 constexpr std::size_t max_stack_depth = 64;
 
 std::uint64_t monotonic_ns() noexcept {
@@ -205,15 +205,21 @@ bool hand_off(thread_record& r, std::uint64_t time) noexcept {
   return next != nullptr;
 }
 
-void put(thread_record& r, const tr::event& e) noexcept {
-  if (!r.enc.put(e)) {
+/// Encodes by `try_put` into the thread's buffer, handing it over first if full.
+template <class TryPut>
+void put_with(thread_record& r, std::uint64_t time, const TryPut& try_put) noexcept {
+  if (MEMKIT_UNLIKELY(!try_put())) {
     // An empty buffer holds any event: the largest, a site of max_stack_depth frames, is under
     // 1 KiB.
-    if (!hand_off(r, e.time_ns) || !r.enc.put(e)) {
+    if (!hand_off(r, time) || !try_put()) {
       return;
     }
   }
   r.committed.store(r.enc.size(), std::memory_order_release);
+}
+
+void put(thread_record& r, const tr::event& e) noexcept {
+  put_with(r, e.time_ns, [&] { return r.enc.put(e); });
 }
 
 std::uint64_t now() noexcept { return monotonic_ns() - rec.t0; }
@@ -294,6 +300,15 @@ bool started() noexcept {
   return true;
 }
 
+/// The calling thread's start, stamped now.
+tr::event thread_start_event() noexcept {
+  tr::event start;
+  start.kind = tr::event_kind::thread_start;
+  start.time_ns = now();
+  start.tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+  return start;
+}
+
 /// The calling thread's record, made on its first recorded call, which records its start.
 thread_record* attach() noexcept {
   thread_record* r = rec.free_records.pop();
@@ -317,10 +332,7 @@ thread_record* attach() noexcept {
   }
   r->thread = rec.next_thread.fetch_add(1, std::memory_order_relaxed);
   r->sequence = 0;
-  tr::event start;
-  start.kind = tr::event_kind::thread_start;
-  start.time_ns = now();
-  start.tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+  const tr::event start = thread_start_event();
   begin_frame(*r, b, start.time_ns);
   r->state.store(open, std::memory_order_release);
   my_record = r;
@@ -408,11 +420,8 @@ std::uint32_t site_of(thread_record& r, const void* caller, std::uint64_t time) 
   return slot;
 }
 
-/// The calling thread's record if this call is to be recorded, with in_recorder set; else null.
-thread_record* enter() noexcept {
-  if (in_recorder || my_exit_done) {
-    return nullptr;
-  }
+/// enter() for a thread's first call, or when recording is not on.
+thread_record* enter_slow() noexcept {
   in_recorder = true;
   thread_record* r = nullptr;
   if (started()) {
@@ -425,10 +434,25 @@ thread_record* enter() noexcept {
   return r;
 }
 
-/// Records `e` (its time already set) with the site of `caller`, and leaves the recorder.
-void commit(thread_record& r, tr::event& e, const void* caller) noexcept {
-  e.site = site_of(r, caller, e.time_ns);
-  put(r, e);
+/// The calling thread's record if this call is to be recorded, with in_recorder set; else null.
+MEMKIT_ALWAYS_INLINE thread_record* enter() noexcept {
+  if (in_recorder || my_exit_done) {
+    return nullptr;
+  }
+  thread_record* r = my_record;
+  if (MEMKIT_LIKELY(r != nullptr && rec.phase.load(std::memory_order_acquire) == on &&
+                    r->state.load(std::memory_order_relaxed) == open)) {
+    in_recorder = true;
+    return r;
+  }
+  return enter_slow();
+}
+
+/// Records the call `c` (its time already set) with the site of `caller`, and leaves the
+/// recorder.
+void commit(thread_record& r, tr::call_fields& c, const void* caller) noexcept {
+  c.site = site_of(r, caller, c.time_ns);
+  put_with(r, c.time_ns, [&] { return r.enc.put_call(c); });
   in_recorder = false;
 }
 
@@ -436,13 +460,9 @@ void commit(thread_record& r, tr::event& e, const void* caller) noexcept {
 void record_call(trace_kind k, const void* caller, void* block, std::size_t size,
                  std::size_t alignment) noexcept {
   if (thread_record* r = enter(); r != nullptr) {
-    tr::event e;
-    e.kind = k;
-    e.time_ns = now();
-    e.size = size;
-    e.alignment = alignment;
-    e.block = reinterpret_cast<std::uintptr_t>(block);
-    commit(*r, e, caller);
+    tr::call_fields c{
+        k, now(), tr::no_site, 0, size, alignment, reinterpret_cast<std::uintptr_t>(block)};
+    commit(*r, c, caller);
   }
 }
 
@@ -753,10 +773,7 @@ void child_after_fork() noexcept {
     std::memset(r->site_keys, 0, sizeof r->site_keys);
     r->thread = rec.next_thread.fetch_add(1, std::memory_order_relaxed);
     r->sequence = 0;
-    tr::event start;
-    start.kind = tr::event_kind::thread_start;
-    start.time_ns = now();
-    start.tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+    const tr::event start = thread_start_event();
     begin_frame(*r, r->buf, start.time_ns);
     r->state.store(open, std::memory_order_relaxed);
     in_recorder = true;
@@ -848,14 +865,10 @@ void* record_realloc(void* (*impl)(void*, std::size_t) noexcept, void* p, std::s
     return impl(p, bytes);
   }
   // Stamped when it begins, as a release: the block it gives up is free from then on.
-  tr::event e;
-  e.kind = k;
-  e.time_ns = now();
-  e.old_block = reinterpret_cast<std::uintptr_t>(p);
-  e.size = bytes;
+  tr::call_fields c{k, now(), tr::no_site, reinterpret_cast<std::uintptr_t>(p), bytes, 0, 0};
   void* q = impl(p, bytes);
-  e.block = reinterpret_cast<std::uintptr_t>(q);
-  commit(*r, e, caller);
+  c.block = reinterpret_cast<std::uintptr_t>(q);
+  commit(*r, c, caller);
   return q;
 }
 

@@ -101,15 +101,20 @@ inline const char* kind_name(event_kind k) noexcept {
 /// \returns the codec::field bits the kind with tag `code` carries, or -1 for a code that is no
 /// kind.
 inline int kind_fields(std::uint8_t code) noexcept {
-  switch (code) {
-#define MEMKIT_TRACE_FIELDS(name, c, f, role)                                                      \
-  case c:                                                                                          \
-    return f;
-    MEMKIT_TRACE_KINDS(MEMKIT_TRACE_FIELDS)
+  // A table rather than a switch: one load on the recorder's path.
+  struct table {
+    std::int16_t fields[256];
+    constexpr table() : fields() {
+      for (std::int16_t& f : fields) {
+        f = -1;
+      }
+#define MEMKIT_TRACE_FIELDS(name, c, f, role) fields[c] = f;
+      MEMKIT_TRACE_KINDS(MEMKIT_TRACE_FIELDS)
 #undef MEMKIT_TRACE_FIELDS
-  default:
-    return -1;
-  }
+    }
+  };
+  static constexpr table t{};
+  return t.fields[code];
 }
 
 /// Every kind, in tag order: what a test or a tool iterates.
@@ -181,31 +186,55 @@ inline std::size_t encoded_bound(const event& e) noexcept {
          e.build_id.size();
 }
 
+/// The fields every call (a kind whose role is not `other`) may carry, as encode writes them.
+struct call_fields {
+  event_kind kind;
+  std::uint64_t time_ns;
+  std::uint32_t site;
+  std::uint64_t old_block;
+  std::uint64_t size;
+  std::uint64_t alignment;
+  std::uint64_t block;
+};
+
+/// The most bytes encode_call writes.
+inline constexpr std::size_t max_call_bytes = 1 + 6 * codec::max_varint_bytes;
+
+/// Encodes the tag, the time delta and the fields `f` (kind_fields) of `c`'s kind at `out`, against
+/// the frame's delta state: every event's start, and all of a call. \returns the position after.
+inline std::uint8_t* encode_call(const call_fields& c, int f, codec::delta_state& s,
+                                 std::uint8_t* out) noexcept {
+  using namespace codec;
+  *out++ = static_cast<std::uint8_t>(c.kind);
+  out = put_varint(out, c.time_ns - s.time);
+  s.time = c.time_ns;
+  if ((f & f_site) != 0) {
+    out = put_varint(out, c.site == no_site ? 0 : std::uint64_t{c.site} + 1);
+  }
+  if ((f & f_old_block) != 0) {
+    out = put_varint(out, delta(s.block, c.old_block));
+    s.block = c.old_block;
+  }
+  if ((f & f_size) != 0) {
+    out = put_varint(out, c.size);
+  }
+  if ((f & f_alignment) != 0) {
+    out = put_varint(out, c.alignment);
+  }
+  if ((f & f_block) != 0) {
+    out = put_varint(out, delta(s.block, c.block));
+    s.block = c.block;
+  }
+  return out;
+}
+
 /// Encodes `e` at `out` (encoded_bound(e) bytes available) against the frame's delta state.
 /// \returns the position after it.
 inline std::uint8_t* encode(const event& e, codec::delta_state& s, std::uint8_t* out) noexcept {
   using namespace codec;
   const int f = kind_fields(static_cast<std::uint8_t>(e.kind));
-  *out++ = static_cast<std::uint8_t>(e.kind);
-  out = put_varint(out, e.time_ns - s.time);
-  s.time = e.time_ns;
-  if ((f & f_site) != 0) {
-    out = put_varint(out, e.site == no_site ? 0 : std::uint64_t{e.site} + 1);
-  }
-  if ((f & f_old_block) != 0) {
-    out = put_varint(out, delta(s.block, e.old_block));
-    s.block = e.old_block;
-  }
-  if ((f & f_size) != 0) {
-    out = put_varint(out, e.size);
-  }
-  if ((f & f_alignment) != 0) {
-    out = put_varint(out, e.alignment);
-  }
-  if ((f & f_block) != 0) {
-    out = put_varint(out, delta(s.block, e.block));
-    s.block = e.block;
-  }
+  out = encode_call({e.kind, e.time_ns, e.site, e.old_block, e.size, e.alignment, e.block}, f, s,
+                    out);
   if ((f & f_tid) != 0) {
     out = put_varint(out, e.tid);
   }
@@ -256,6 +285,15 @@ public:
       return false;
     }
     p_ = encode(e, state_, p_);
+    ++events_;
+    return true;
+  }
+  /// put() for a call, without an event: the recorder's path for every call it records.
+  bool put_call(const call_fields& c) noexcept {
+    if (static_cast<std::size_t>(end_ - p_) < max_call_bytes) {
+      return false;
+    }
+    p_ = encode_call(c, kind_fields(static_cast<std::uint8_t>(c.kind)), state_, p_);
     ++events_;
     return true;
   }

@@ -57,6 +57,10 @@ inline std::uint64_t undelta(std::uint64_t from, std::uint64_t d) noexcept {
 /// Writes `v` as LEB128 (7 bits a byte, low first, high bit = more follows) at `out`.
 /// \returns the position after it: at most max_varint_bytes later.
 inline std::uint8_t* put_varint(std::uint8_t* out, std::uint64_t v) noexcept {
+  if (v < 0x80) { // most fields: one byte, without a loop
+    *out = static_cast<std::uint8_t>(v);
+    return out + 1;
+  }
   while (v >= 0x80) {
     *out++ = static_cast<std::uint8_t>(v | 0x80);
     v >>= 7;
