@@ -92,8 +92,9 @@ measure() { # name command...
   echo
 }
 measure malloc_loop "$out/malloc_loop"
-measure python3 env PYTHONMALLOC=malloc PYTHONHASHSEED=0 /usr/bin/python3 \
-  "$here/../tests/replacement/programs/python_workload.py"
+# As tests/replacement/real_programs.py runs it: every object through malloc.
+export PYTHONMALLOC=malloc PYTHONHASHSEED=0
+measure python3 /usr/bin/python3 "$here/../tests/replacement/programs/python_workload.py"
 measure sqlite3 sqlite3 :memory: "$(cat "$out/sql")"
 if [ -n "$bench_app" ]; then
   for w in "${workloads[@]}"; do

@@ -390,9 +390,9 @@ std::size_t unwind(const void* caller, std::uint64_t* frames) noexcept {
   return 1;
 }
 
-/// \returns the thread's local index of the site of `caller`, defining it first if its slot
-/// holds another.
-std::uint32_t site_of(thread_record& r, const void* caller, std::uint64_t time) noexcept {
+/// site_of when the site is not the one in its slot, or more than one frame is recorded.
+MEMKIT_NOINLINE std::uint32_t site_of_slow(thread_record& r, const void* caller,
+                                           std::uint64_t time) noexcept {
   if (caller == nullptr) {
     return tr::no_site;
   }
@@ -418,6 +418,20 @@ std::uint32_t site_of(thread_record& r, const void* caller, std::uint64_t time) 
     put(r, s);
   }
   return slot;
+}
+
+/// \returns the thread's local index of the site of `caller`, defining it first if its slot
+/// holds another. The common case, one frame already in its slot, stays inline.
+MEMKIT_ALWAYS_INLINE std::uint32_t site_of(thread_record& r, const void* caller,
+                                           std::uint64_t time) noexcept {
+  const auto key = reinterpret_cast<std::uintptr_t>(caller);
+  if (MEMKIT_LIKELY(rec.depth == 1 && key != 0)) {
+    const auto slot = static_cast<std::uint32_t>(mix(key) & (site_slots - 1));
+    if (MEMKIT_LIKELY(r.site_keys[slot] == key)) {
+      return slot;
+    }
+  }
+  return site_of_slow(r, caller, time);
 }
 
 /// enter() for a thread's first call, or when recording is not on.
@@ -738,8 +752,8 @@ void* writer_main(void*) noexcept {
 
 // ---- start-up, fork and exit.
 
-// A forked child records to PATH.<pid> (docs/TRACE.md#fork), from the fork on: the threads that
-// did not survive the fork leave their records and buffers behind (the parent writes what they
+// A forked child records to PATH.<pid> (docs/TRACE.md#recording), from the fork on: the threads
+// that did not survive the fork leave their records and buffers behind (the parent writes what they
 // held), the forking thread goes on as thread 1 of the new trace, and, with no writer thread,
 // each full buffer is compressed and written by the thread that filled it.
 void child_after_fork() noexcept {
