@@ -6,6 +6,8 @@
 //   fork         a child that allocates 777777 bytes and exits; the parent waits for it and
 //                prints the child's pid
 //   spawn        runs this program again (`kinds 1`) while recording, and waits for it
+//   short-threads  200 threads one after another, each 100 mallocs and frees (records reused)
+//   busy-at-exit   main exits while a detached thread allocates and frees in a loop
 //   kill         fills several buffers, waits for the writer, then SIGKILLs itself
 //   quick-exit   fills several buffers, waits for the writer, then calls _exit
 #include <cstdint>
@@ -156,6 +158,30 @@ void fill_buffers() {
   ::usleep(200 * 1000);
 }
 
+void short_threads() {
+  for (int t = 0; t < 200; ++t) {
+    std::thread([] {
+      for (int i = 0; i < 100; ++i) {
+        void* p = std::malloc(48);
+        keep(p);
+        std::free(p);
+      }
+    }).join();
+  }
+}
+
+void busy_at_exit() {
+  std::thread([] {
+    for (;;) {
+      void* p = std::malloc(40);
+      keep(p);
+      std::free(p);
+    }
+  }).detach();
+  ::usleep(50 * 1000);
+  std::exit(0);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -191,6 +217,10 @@ int main(int argc, char** argv) {
     ::waitpid(child, &status, 0);
     std::printf("%d\n", static_cast<int>(child));
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+  } else if (mode == "short-threads") {
+    short_threads();
+  } else if (mode == "busy-at-exit") {
+    busy_at_exit();
   } else if (mode == "kill") {
     fill_buffers();
     ::raise(SIGKILL);
@@ -198,7 +228,10 @@ int main(int argc, char** argv) {
     fill_buffers();
     ::_exit(0);
   } else {
-    std::fprintf(stderr, "usage: %s kinds [rounds]|threads|fork|spawn|kill|quick-exit\n", argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s kinds [rounds]|threads|fork|spawn|short-threads|busy-at-exit|kill|quick-exit\n",
+        argv[0]);
     return 2;
   }
   return 0;

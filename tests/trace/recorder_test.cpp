@@ -316,6 +316,45 @@ TEST(Recorder, RecordsThreadsAndCrossThreadFrees) {
   EXPECT_EQ(2000u, p.cross_thread); // the odd blocks, freed by the next thread
 }
 
+TEST(Recorder, ThreadsOneAfterAnotherReuseRecordsAndStayApart) {
+  const std::string path = trace_path("short_threads");
+  ASSERT_EQ(0, run({program, "short-threads"}, "trace:" + path, preload).status);
+  const recorded t = read_trace(path, program);
+  ASSERT_EQ(trace::reader::status::end, t.state) << t.message;
+  EXPECT_EQ(201u, count(t, kind::thread_start, false));
+  EXPECT_EQ(200u, count(t, kind::thread_exit, false));
+  std::map<std::uint32_t, std::size_t> mallocs;
+  std::vector<trace::event> own;
+  for (const trace::event& e : t.events) {
+    if (t.own(e) && (e.kind == kind::malloc || e.kind == kind::free)) {
+      own.push_back(e);
+      mallocs[e.thread] += e.kind == kind::malloc;
+    }
+  }
+  ASSERT_EQ(200u, mallocs.size()); // each thread its own number, though records are reused
+  for (const auto& [thread, n] : mallocs) {
+    EXPECT_EQ(100u, n) << "thread " << thread;
+  }
+  const pairing p = pair_blocks(own);
+  EXPECT_EQ(0u, p.unknown);
+  EXPECT_EQ(20000u, p.releases);
+}
+
+TEST(Recorder, AThreadStillCallingAtExitLeavesAWholeTrace) {
+  const std::string path = trace_path("busy_at_exit");
+  ASSERT_EQ(0, run({program, "busy-at-exit"}, "trace:" + path, preload).status);
+  const recorded t = read_trace(path, program);
+  ASSERT_EQ(trace::reader::status::end, t.state) << t.message;
+  std::map<std::uint32_t, std::size_t> mallocs;
+  for (const trace::event& e : t.events) {
+    if (t.own(e) && e.kind == kind::malloc && e.size == 40) {
+      ++mallocs[e.thread];
+    }
+  }
+  ASSERT_EQ(1u, mallocs.size());
+  EXPECT_GE(mallocs.begin()->second, 1000u); // 50 ms of calls, up to its last whole event
+}
+
 TEST(Recorder, StackOptionRecordsMoreFrames) {
   const std::string path = trace_path("stack");
   ASSERT_EQ(0, run({program, "kinds", "1"}, "trace:" + path + ",stack:4", preload).status);
