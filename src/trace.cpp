@@ -133,6 +133,7 @@ struct recorder {
   /// thread that filled it, one at a time.
   bool write_in_place = false;
   spin_mutex in_place_lock;
+  spin_mutex mappings_lock; ///< held while the writer lists the loaded objects
 };
 recorder rec;
 
@@ -665,7 +666,12 @@ int record_object(dl_phdr_info* info, std::size_t, void* state) noexcept {
 }
 
 void record_mappings(writer_state& w) noexcept {
-  ::dl_iterate_phdr(&record_object, &w);
+  {
+    // Not across a fork: dl_iterate_phdr's lock, held by this thread when another forked, would
+    // stay held in the child (see before_fork).
+    std::lock_guard<spin_mutex> g(rec.mappings_lock);
+    ::dl_iterate_phdr(&record_object, &w);
+  }
   w.last_mappings = now();
 }
 
@@ -756,7 +762,11 @@ void* writer_main(void*) noexcept {
 // that did not survive the fork leave their records and buffers behind (the parent writes what they
 // held), the forking thread goes on as thread 1 of the new trace, and, with no writer thread,
 // each full buffer is compressed and written by the thread that filled it.
+void before_fork() noexcept { rec.mappings_lock.lock(); }
+void parent_after_fork() noexcept { rec.mappings_lock.unlock(); }
+
 void child_after_fork() noexcept {
+  ::new (&rec.mappings_lock) spin_mutex;
   if (rec.phase.load(std::memory_order_relaxed) != on) {
     rec.phase.store(closed, std::memory_order_relaxed);
     return;
@@ -808,7 +818,7 @@ __attribute__((constructor)) void start_writer() noexcept {
   in_recorder = true;
   if (started() && ::pthread_create(&rec.writer, nullptr, &writer_main, nullptr) == 0) {
     rec.writer_running.store(true, std::memory_order_release);
-    ::pthread_atfork(nullptr, nullptr, &child_after_fork);
+    ::pthread_atfork(&before_fork, &parent_after_fork, &child_after_fork);
   }
   in_recorder = false;
 }
