@@ -157,6 +157,7 @@ enum mode : unsigned {
   mode_fast = 0,
   mode_stats = 1, ///< stats:1 — count every call, print one JSON line at exit
   mode_debug = 2, ///< debug:1 — guarded blocks, quarantine, double/invalid free and overrun checks
+  mode_trace = 4, ///< trace:PATH — record every call to a trace file (trace.cpp)
 };
 
 /// Made on the first call of any entry point; never destroyed (free may be called after exit
@@ -179,6 +180,9 @@ struct runtime_options {
   std::size_t quarantine_bytes = default_quarantine_bytes;
   /// stats:PATH: the file the stats line is appended to; empty: the program's stderr.
   char stats_path[1024] = {};
+  /// trace:PATH: the trace file; stack:N: return addresses recorded per call site.
+  char trace_path[1024] = {};
+  unsigned stack_depth = 1;
 };
 
 /// \returns the options MEMKIT_OPTIONS `text` asks for ("stats:1,debug:1,quarantine:16m"; null:

@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 
 #include "heap.hpp"
+#include "trace.hpp"
 
 extern "C" void* __libc_realloc(void* p, std::size_t bytes); // glibc's own realloc
 extern "C" void __libc_free(void* p);                        // and free
@@ -20,8 +21,9 @@ void release_foreign(void* p) noexcept { __libc_free(p); }
 
 namespace {
 
-MEMKIT_NOINLINE void* allocate_slow_or_enomem(std::size_t bytes, std::size_t alignment) noexcept {
-  void* p = allocate_slow(bytes, alignment);
+MEMKIT_NOINLINE void* allocate_slow_or_enomem(std::size_t bytes, std::size_t alignment,
+                                              trace_kind k, const void* caller) noexcept {
+  void* p = allocate_slow_at(bytes, alignment, k, caller);
   if (p == nullptr) {
     errno = ENOMEM;
   }
@@ -29,21 +31,26 @@ MEMKIT_NOINLINE void* allocate_slow_or_enomem(std::size_t bytes, std::size_t ali
 }
 
 // The fast path returns a block or nothing, so it needs no errno and no register kept across a
-// call: the slow path is a tail call.
-MEMKIT_ALWAYS_INLINE void* allocate_or_enomem(std::size_t bytes, std::size_t alignment) noexcept {
+// call: the slow path is a tail call. The entry point's kind and caller are for a trace
+// (trace.hpp, which says why the caller is read here); the realloc family's inner calls pass none
+// and are recorded as the realloc.
+MEMKIT_ALWAYS_INLINE void* allocate_or_enomem(std::size_t bytes, std::size_t alignment,
+                                              trace_kind k = untraced) noexcept {
   if (void* p = allocate_fast(bytes, alignment); MEMKIT_LIKELY(p != nullptr)) {
     return p;
   }
-  return allocate_slow_or_enomem(bytes, alignment);
+  return allocate_slow_or_enomem(bytes, alignment, k, MEMKIT_CALLER());
 }
 
 bool is_power_of_two(std::size_t a) noexcept { return a != 0 && (a & (a - 1)) == 0; }
 
 // glibc's memalign: alignments up to malloc's are malloc; above half the address space, EINVAL;
 // any other alignment that is not a power of two is rounded up to one.
-void* memalign_like_glibc(std::size_t alignment, std::size_t bytes) noexcept {
+// Inlined, so that its caller is the entry point's (trace.hpp).
+MEMKIT_ALWAYS_INLINE void* memalign_like_glibc(std::size_t alignment, std::size_t bytes,
+                                               trace_kind k) noexcept {
   if (alignment <= malloc_alignment) {
-    return allocate_or_enomem(bytes, malloc_alignment);
+    return allocate_or_enomem(bytes, malloc_alignment, k);
   }
   constexpr std::size_t largest = (static_cast<std::size_t>(-1) >> 1) + 1;
   if (alignment > largest) {
@@ -54,7 +61,7 @@ void* memalign_like_glibc(std::size_t alignment, std::size_t bytes) noexcept {
   while (!is_power_of_two(a)) {
     a += a & (0 - a); // add the lowest set bit until one bit is left
   }
-  return allocate_or_enomem(bytes, a);
+  return allocate_or_enomem(bytes, a, k);
 }
 
 // glibc's malloc_usable_size, for blocks glibc handed out before memkit took over.
@@ -76,10 +83,10 @@ namespace mr = memkit::replacement;
 #define MEMKIT_EXPORT extern "C" __attribute__((visibility("default")))
 
 MEMKIT_EXPORT void* malloc(std::size_t bytes) noexcept {
-  return mr::allocate_or_enomem(bytes, mr::malloc_alignment);
+  return mr::allocate_or_enomem(bytes, mr::malloc_alignment, mr::trace_kind::malloc);
 }
 
-MEMKIT_EXPORT void free(void* p) noexcept { mr::free(p); }
+MEMKIT_EXPORT void free(void* p) noexcept { mr::free_at(p, mr::trace_kind::free); }
 
 MEMKIT_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
   std::size_t bytes = 0;
@@ -87,7 +94,7 @@ MEMKIT_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
     errno = ENOMEM;
     return nullptr;
   }
-  void* p = mr::allocate_or_enomem(bytes, mr::malloc_alignment);
+  void* p = mr::allocate_or_enomem(bytes, mr::malloc_alignment, mr::trace_kind::calloc);
   // Regions above the cache's limit are always freshly mapped, hence already zero.
   if (p != nullptr && (bytes <= mr::os_upstream::cache_region_limit || mr::the_mode != 0)) {
     std::memset(p, 0, bytes);
@@ -95,7 +102,10 @@ MEMKIT_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
   return p;
 }
 
-MEMKIT_EXPORT void* realloc(void* p, std::size_t bytes) noexcept {
+namespace memkit::replacement {
+namespace {
+
+void* realloc_untraced(void* p, std::size_t bytes) noexcept {
   if (p == nullptr) {
     return mr::allocate_or_enomem(bytes, mr::malloc_alignment);
   }
@@ -116,7 +126,7 @@ MEMKIT_EXPORT void* realloc(void* p, std::size_t bytes) noexcept {
     if (c == nullptr) {
       return __libc_realloc(p, bytes); // glibc's block stays glibc's
     }
-    if (mr::the_mode == 0 && h->resize_in_place(p, c, bytes)) {
+    if ((mr::the_mode & ~mr::mode_trace) == 0 && h->resize_in_place(p, c, bytes)) {
       return p;
     }
     usable = mr::usable_size_of(p);
@@ -129,20 +139,35 @@ MEMKIT_EXPORT void* realloc(void* p, std::size_t bytes) noexcept {
   return q;
 }
 
+} // namespace
+} // namespace memkit::replacement
+
+MEMKIT_EXPORT void* realloc(void* p, std::size_t bytes) noexcept {
+  if (MEMKIT_UNLIKELY((mr::the_mode & mr::mode_trace) != 0)) {
+    return mr::record_realloc(&mr::realloc_untraced, p, bytes, mr::trace_kind::realloc,
+                              MEMKIT_CALLER());
+  }
+  return mr::realloc_untraced(p, bytes);
+}
+
 MEMKIT_EXPORT void* reallocarray(void* p, std::size_t count, std::size_t size) noexcept {
   std::size_t bytes = 0;
   if (mr::multiply_overflows(count, size, &bytes)) {
     errno = ENOMEM;
     return nullptr;
   }
-  return realloc(p, bytes);
+  if (MEMKIT_UNLIKELY((mr::the_mode & mr::mode_trace) != 0)) {
+    return mr::record_realloc(&mr::realloc_untraced, p, bytes, mr::trace_kind::reallocarray,
+                              MEMKIT_CALLER());
+  }
+  return mr::realloc_untraced(p, bytes);
 }
 
 MEMKIT_EXPORT int posix_memalign(void** out, std::size_t alignment, std::size_t bytes) noexcept {
   if (alignment % sizeof(void*) != 0 || !mr::is_power_of_two(alignment)) {
     return EINVAL;
   }
-  void* p = mr::allocate(bytes, alignment);
+  void* p = mr::allocate_at(bytes, alignment, mr::trace_kind::posix_memalign);
   if (p == nullptr) {
     return ENOMEM;
   }
@@ -152,15 +177,15 @@ MEMKIT_EXPORT int posix_memalign(void** out, std::size_t alignment, std::size_t 
 
 // glibc 2.36 implements aligned_alloc as memalign (the power-of-two check came in 2.38).
 MEMKIT_EXPORT void* aligned_alloc(std::size_t alignment, std::size_t bytes) noexcept {
-  return mr::memalign_like_glibc(alignment, bytes);
+  return mr::memalign_like_glibc(alignment, bytes, mr::trace_kind::aligned_alloc);
 }
 
 MEMKIT_EXPORT void* memalign(std::size_t alignment, std::size_t bytes) noexcept {
-  return mr::memalign_like_glibc(alignment, bytes);
+  return mr::memalign_like_glibc(alignment, bytes, mr::trace_kind::memalign);
 }
 
 MEMKIT_EXPORT void* valloc(std::size_t bytes) noexcept {
-  return mr::memalign_like_glibc(memkit::page_size, bytes);
+  return mr::memalign_like_glibc(memkit::page_size, bytes, mr::trace_kind::valloc);
 }
 
 MEMKIT_EXPORT void* pvalloc(std::size_t bytes) noexcept {
@@ -169,7 +194,7 @@ MEMKIT_EXPORT void* pvalloc(std::size_t bytes) noexcept {
     errno = ENOMEM;
     return nullptr;
   }
-  return mr::memalign_like_glibc(memkit::page_size, rounded);
+  return mr::memalign_like_glibc(memkit::page_size, rounded, mr::trace_kind::pvalloc);
 }
 
 MEMKIT_EXPORT std::size_t malloc_usable_size(void* p) noexcept {

@@ -52,6 +52,23 @@ bool parse_flag(const char* value, std::size_t length, bool& on) noexcept {
 }
 
 // Each parser takes an option's value and returns null, or what is wrong with it.
+// A path: any value with a slash ("/tmp/stats.json", "./stats.json"), so that `0` or `1` cannot
+// name a file by mistake. Stored in `path`, turning `mode` on; `not_a_path` is the complaint.
+template <std::size_t N>
+const char* take_path(const char* value, std::size_t length, char (&path)[N], runtime_options& o,
+                      unsigned mode, const char* not_a_path) noexcept {
+  if (std::memchr(value, '/', length) == nullptr) {
+    return not_a_path;
+  }
+  if (length >= N) {
+    return "path too long in";
+  }
+  std::memcpy(path, value, length);
+  path[length] = '\0';
+  o.mode |= mode;
+  return nullptr;
+}
+
 const char* parse_stats(const char* value, std::size_t length, runtime_options& o) noexcept {
   bool on = false;
   if (parse_flag(value, length, on)) {
@@ -59,17 +76,8 @@ const char* parse_stats(const char* value, std::size_t length, runtime_options& 
     o.stats_path[0] = '\0';
     return nullptr;
   }
-  // A path: any value with a slash ("/tmp/stats.json", "./stats.json").
-  if (std::memchr(value, '/', length) == nullptr) {
-    return "bad value (0 or 1; stats: or a path with a '/') in";
-  }
-  if (length >= sizeof(o.stats_path)) {
-    return "path too long in";
-  }
-  std::memcpy(o.stats_path, value, length);
-  o.stats_path[length] = '\0';
-  o.mode |= mode_stats;
-  return nullptr;
+  return take_path(value, length, o.stats_path, o, mode_stats,
+                   "bad value (0 or 1; stats: or a path with a '/') in");
 }
 
 const char* parse_debug(const char* value, std::size_t length, runtime_options& o) noexcept {
@@ -87,6 +95,28 @@ const char* parse_quarantine(const char* value, std::size_t length, runtime_opti
              : "bad value (bytes, with k, m or g: KiB, MiB, GiB) in";
 }
 
+const char* parse_trace(const char* value, std::size_t length, runtime_options& o) noexcept {
+  if (length == 1 && *value == '0') {
+    o.mode &= ~mode_trace;
+    o.trace_path[0] = '\0';
+    return nullptr;
+  }
+  return take_path(value, length, o.trace_path, o, mode_trace,
+                   "bad value (0, or a path with a '/') in");
+}
+
+// The deepest stack a site records: the trace format's limit on a site's frames is far above it.
+constexpr std::size_t max_stack_depth = 64;
+
+const char* parse_stack(const char* value, std::size_t length, runtime_options& o) noexcept {
+  std::size_t n = 0;
+  if (!parse_size(value, length, n) || n == 0 || n > max_stack_depth) {
+    return "bad value (frames, 1 to 64) in";
+  }
+  o.stack_depth = static_cast<unsigned>(n);
+  return nullptr;
+}
+
 } // namespace
 
 const option options[] = {
@@ -101,6 +131,15 @@ const option options[] = {
     {"quarantine", "BYTES[k|m|g]", "64m",
      "the most bytes of freed blocks `debug:1` keeps before reuse (and at most 1,024 blocks)",
      parse_quarantine},
+    {"trace", "0|PATH", "0",
+     "record every allocation call, thread, RSS sample and loaded object to the trace file PATH "
+     "(any value with a `/`; docs/TRACE.md); a program started while another records to PATH "
+     "writes `PATH.<pid>`",
+     parse_trace},
+    {"stack", "1..64", "1",
+     "return addresses recorded per call site in a trace (1: the caller of the entry point; more "
+     "unwind the stack, at a cost per call)",
+     parse_stack},
 };
 const std::size_t option_count = sizeof options / sizeof options[0];
 

@@ -446,6 +446,30 @@ TEST(ReplacementEngine, OptionsAreParsedAndUnknownOnesReported) {
   EXPECT_NE(testing::internal::GetCapturedStderr().find("path too long in"), std::string::npos);
 }
 
+TEST(ReplacementEngine, TraceOptionsTakeAPathAndAStackDepth) {
+  const mr::runtime_options on = mr::parse_options("trace:/tmp/app.trace,stack:8");
+  EXPECT_EQ(on.mode, mr::mode_trace);
+  EXPECT_STREQ(on.trace_path, "/tmp/app.trace");
+  EXPECT_EQ(on.stack_depth, 8u);
+  EXPECT_EQ(mr::parse_options("trace:./a,trace:0").mode, mr::mode_fast) << "the last says";
+  EXPECT_EQ(mr::parse_options("trace:./a").stack_depth, 1u);
+  testing::internal::CaptureStderr();
+  const mr::runtime_options bad =
+      mr::parse_options("trace:app.trace,trace:,stack:0,stack:65,stack:x");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(bad.mode, mr::mode_fast);
+  EXPECT_EQ(bad.stack_depth, 1u);
+  for (const char* item : {"\"trace:app.trace\"", "\"trace:\""}) {
+    EXPECT_NE(err.find(std::string("bad value (0, or a path with a '/') in ") + item),
+              std::string::npos)
+        << err;
+  }
+  for (const char* item : {"\"stack:0\"", "\"stack:65\"", "\"stack:x\""}) {
+    EXPECT_NE(err.find(std::string("bad value (frames, 1 to 64) in ") + item), std::string::npos)
+        << err;
+  }
+}
+
 TEST(ReplacementEngine, DocsListEveryOptionAsTheTableSays) {
   char table[4096];
   const std::size_t n = mr::write_options_table(table, sizeof table);
@@ -465,9 +489,10 @@ TEST(ReplacementEngine, DocsListEveryOptionAsTheTableSays) {
   }
   testing::internal::CaptureStderr();
   mr::parse_options("bogus:1");
-  EXPECT_NE(testing::internal::GetCapturedStderr().find(
-                "(known: stats:0|1|PATH, debug:0|1, quarantine:BYTES[k|m|g])"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::internal::GetCapturedStderr().find(
+          "(known: stats:0|1|PATH, debug:0|1, quarantine:BYTES[k|m|g], trace:0|PATH, stack:1..64)"),
+      std::string::npos);
 }
 
 TEST(ReplacementEngine, StatsJsonIsOneObjectAndTruncatesSafely) {

@@ -1,0 +1,899 @@
+// SPDX-License-Identifier: BSL-1.0
+// src/trace.cpp: the trace recorder (MEMKIT_OPTIONS=trace:PATH, docs/TRACE.md#recording). Each
+// thread encodes its calls into a buffer of its own (no lock, no shared cache line on the way);
+// a full buffer is pushed whole onto one lock-free list, from which a writer thread compresses
+// and writes it as one frame. Every byte the recorder uses comes from mmap, never from malloc:
+// it runs inside malloc. Anything the recorder calls that allocates (starting threads, unwinding,
+// zstd) runs with the thread's `in_recorder` set, so those calls are served but not recorded.
+#include "trace.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <new>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.hpp"
+#include "memkit/detail/base/os.hpp"
+#include "memkit/spin_mutex.hpp"
+
+namespace memkit::replacement {
+namespace {
+
+namespace tr = memkit::trace;
+namespace codec = memkit::detail::trace_codec;
+namespace os = memkit::detail::os;
+
+// Raw payload bytes per buffer (one frame): about 10,000 events of 4 to 8 raw bytes, so a thread
+// hands a buffer over once per that many calls, and zstd sees enough to compress well.
+constexpr std::size_t payload_bytes = std::size_t{64} << 10;
+// Call sites a thread remembers, direct-mapped by return address: a site evicted by another is
+// defined again (a few bytes) when next used.
+constexpr std::size_t site_slots = 4096;
+// How often the writer wakes, samples the resident set, and looks for newly loaded objects.
+constexpr long writer_period_ns = 2'000'000;
+constexpr std::uint64_t rss_period_ns = 10'000'000;
+constexpr std::uint64_t mapping_period_ns = 1'000'000'000;
+// zstd's level for the writer: bench/trace_overhead.sh's bytes per event, at its cost in the
+// writer thread.
+constexpr int zstd_level = 1;
+constexpr std::size_t max_stack_depth = 64;
+
+std::uint64_t monotonic_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+struct buffer {
+  buffer* next = nullptr;
+  std::size_t size = 0;
+  std::uint8_t data[payload_bytes];
+};
+
+/// A stack of mmap'd objects behind a spin lock: taken once per buffer or thread, never per call.
+template <class T>
+class locked_stack {
+public:
+  void push(T* p) noexcept {
+    std::lock_guard<spin_mutex> g(lock_);
+    p->next = top_;
+    top_ = p;
+  }
+  T* pop() noexcept {
+    std::lock_guard<spin_mutex> g(lock_);
+    T* p = top_;
+    if (p != nullptr) {
+      top_ = p->next;
+    }
+    return p;
+  }
+  /// \effects empties the stack and unlocks it, whatever its state: a forked child's, whose lock
+  /// another thread of the parent may have held.
+  void reset() noexcept {
+    ::new (&lock_) spin_mutex;
+    top_ = nullptr;
+  }
+
+private:
+  spin_mutex lock_;
+  T* top_ = nullptr;
+};
+
+/// A thread's recording state, mmap'd. `state` says who may touch `buf`: the owner while open,
+/// the owner handing it over, the exit flush once stolen, nobody while idle (no thread).
+enum record_state : int { idle, open, handing, stolen };
+
+struct thread_record {
+  thread_record* next = nullptr;     ///< the free records' stack
+  thread_record* next_all = nullptr; ///< every record ever made, for the exit flush
+  buffer* buf = nullptr;
+  tr::frame_encoder enc{nullptr, 0};
+  std::uint32_t thread = 0;
+  std::uint64_t sequence = 0;
+  std::size_t preamble = 0;              ///< enc.size() with no event yet
+  std::atomic<std::size_t> committed{0}; ///< bytes of whole events in buf, for the exit flush
+  std::atomic<int> state{idle};
+  std::uint64_t site_keys[site_slots]; ///< the call site in each local site slot; 0: none
+};
+
+enum phase : int { off, starting, on, closed };
+
+/// The recorder: constant-initialized, since malloc may run before any constructor.
+struct recorder {
+  std::atomic<int> phase{off};
+  int fd = -1;
+  std::uint64_t t0 = 0;
+  unsigned depth = 1;
+  os::thread_key key{};
+  std::atomic<buffer*> full{nullptr};
+  locked_stack<buffer> free_buffers;
+  locked_stack<thread_record> free_records;
+  std::atomic<thread_record*> all{nullptr};
+  std::atomic<std::uint32_t> next_thread{1};
+  std::atomic<bool> writer_running{false};
+  std::atomic<bool> stop{false};
+  pthread_t writer{};
+  codec::file_header header{};
+  /// In a forked child, which has no writer thread: each buffer is compressed and written by the
+  /// thread that filled it, one at a time.
+  bool write_in_place = false;
+  spin_mutex in_place_lock;
+  spin_mutex mappings_lock; ///< held while the writer lists the loaded objects
+};
+recorder rec;
+
+thread_local thread_record* my_record = nullptr;
+thread_local bool in_recorder = false;
+thread_local bool my_exit_done = false;
+
+buffer* take_buffer() noexcept {
+  if (buffer* b = rec.free_buffers.pop(); b != nullptr) {
+    return b;
+  }
+  void* m = os::map(sizeof(buffer));
+  return m != nullptr ? ::new (m) buffer : nullptr;
+}
+
+void push_full(buffer* b) noexcept {
+  b->next = rec.full.load(std::memory_order_relaxed);
+  while (!rec.full.compare_exchange_weak(b->next, b, std::memory_order_release,
+                                         std::memory_order_relaxed)) {
+  }
+}
+
+/// \returns every full buffer pushed so far, oldest first: each thread's in its order.
+buffer* take_full() noexcept {
+  buffer* b = rec.full.exchange(nullptr, std::memory_order_acquire);
+  buffer* oldest = nullptr;
+  while (b != nullptr) {
+    buffer* next = b->next;
+    b->next = oldest;
+    oldest = b;
+    b = next;
+  }
+  return oldest;
+}
+
+void begin_frame(thread_record& r, buffer* b, std::uint64_t time) noexcept {
+  r.buf = b;
+  r.enc = tr::frame_encoder(b->data, payload_bytes);
+  r.enc.begin(r.thread, r.sequence, time);
+  r.preamble = r.enc.size();
+  r.committed.store(r.preamble, std::memory_order_release);
+}
+
+void write_now(buffer* b) noexcept;
+
+/// Hands a full buffer to the writer thread, or, in a forked child, writes it now.
+void ship(buffer* b) noexcept {
+  if (rec.write_in_place) {
+    write_now(b);
+  } else {
+    push_full(b);
+  }
+}
+
+/// Pushes the owner's buffer and starts the next frame at `time`. \returns false when the exit
+/// flush took the buffer or no memory is left: the event is dropped.
+bool hand_off(thread_record& r, std::uint64_t time) noexcept {
+  int expected = open;
+  if (!r.state.compare_exchange_strong(expected, handing, std::memory_order_acq_rel)) {
+    return false;
+  }
+  buffer* next = take_buffer();
+  if (next != nullptr) {
+    r.buf->size = r.enc.size();
+    ship(r.buf);
+    ++r.sequence;
+    begin_frame(r, next, time);
+  }
+  r.state.store(open, std::memory_order_release);
+  return next != nullptr;
+}
+
+/// Encodes by `try_put` into the thread's buffer, handing it over first if full.
+template <class TryPut>
+void put_with(thread_record& r, std::uint64_t time, const TryPut& try_put) noexcept {
+  if (MEMKIT_UNLIKELY(!try_put())) {
+    // An empty buffer holds any event: the largest, a site of max_stack_depth frames, is under
+    // 1 KiB.
+    if (!hand_off(r, time) || !try_put()) {
+      return;
+    }
+  }
+  r.committed.store(r.enc.size(), std::memory_order_release);
+}
+
+void put(thread_record& r, const tr::event& e) noexcept {
+  put_with(r, e.time_ns, [&] { return r.enc.put(e); });
+}
+
+std::uint64_t now() noexcept { return monotonic_ns() - rec.t0; }
+
+// ---- start: the file, at the first call recorded.
+
+/// Opens `path.<pid>` for a new trace.
+int open_own_trace(const char* path) noexcept {
+  char own[sizeof(chosen.trace_path) + 24];
+  text_writer w{own, sizeof own};
+  w.put(path);
+  w.put(".");
+  w.put(static_cast<std::size_t>(::getpid()));
+  w.terminate();
+  const int fd = ::open(own, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ::flock(fd, LOCK_EX | LOCK_NB);
+  }
+  return fd;
+}
+
+/// Opens `path` for a new trace, or `path.<pid>` if a live process holds `path`'s lock (a program
+/// this one was started by, which passed on its MEMKIT_OPTIONS); `parent_pid` becomes the
+/// parent's pid in the second case.
+int open_trace(const char* path, std::uint32_t& parent_pid) noexcept {
+  const int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::ftruncate(fd, 0) == 0) {
+    return fd;
+  }
+  parent_pid = static_cast<std::uint32_t>(::getppid());
+  if (fd >= 0) {
+    ::close(fd);
+  }
+  return open_own_trace(path);
+}
+
+void write_header() noexcept {
+  std::uint8_t bytes[codec::file_header_size];
+  codec::put_file_header(bytes, rec.header);
+  write_all(rec.fd, reinterpret_cast<const char*>(bytes), sizeof bytes);
+}
+
+void thread_exited(void* record) noexcept;
+
+/// \returns whether recording is on, starting it if this is the first call.
+bool started() noexcept {
+  const int p = rec.phase.load(std::memory_order_acquire);
+  if (MEMKIT_LIKELY(p == on)) {
+    return true;
+  }
+  int expected = off;
+  if (p != off ||
+      !rec.phase.compare_exchange_strong(expected, starting, std::memory_order_acq_rel)) {
+    return false; // another thread is starting it: its calls meanwhile go unrecorded
+  }
+  rec.t0 = monotonic_ns();
+  rec.depth = chosen.stack_depth;
+  codec::file_header& h = rec.header;
+  rec.fd = open_trace(chosen.trace_path, h.parent_pid);
+  if (rec.fd < 0) {
+    write_stderr("memkit: cannot open the trace file (MEMKIT_OPTIONS trace:");
+    write_stderr(chosen.trace_path);
+    write_stderr("): ");
+    write_stderr(std::strerror(errno));
+    write_stderr("; not recording\n");
+    rec.phase.store(closed, std::memory_order_release);
+    return false;
+  }
+  timespec wall{};
+  ::clock_gettime(CLOCK_REALTIME, &wall);
+  h.start_wall_ns = static_cast<std::uint64_t>(wall.tv_sec) * 1'000'000'000u +
+                    static_cast<std::uint64_t>(wall.tv_nsec);
+  h.pid = static_cast<std::uint32_t>(::getpid());
+  h.stack_depth = rec.depth;
+  write_header();
+  os::make_thread_key(rec.key, &thread_exited);
+  rec.phase.store(on, std::memory_order_release);
+  return true;
+}
+
+/// The calling thread's start, stamped now.
+tr::event thread_start_event() noexcept {
+  tr::event start;
+  start.kind = tr::event_kind::thread_start;
+  start.time_ns = now();
+  start.tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+  return start;
+}
+
+/// The calling thread's record, made on its first recorded call, which records its start.
+thread_record* attach() noexcept {
+  thread_record* r = rec.free_records.pop();
+  if (r == nullptr) {
+    void* m = os::map(sizeof(thread_record));
+    if (m == nullptr) {
+      return nullptr;
+    }
+    r = ::new (m) thread_record;
+    r->next_all = rec.all.load(std::memory_order_relaxed);
+    while (!rec.all.compare_exchange_weak(r->next_all, r, std::memory_order_release,
+                                          std::memory_order_relaxed)) {
+    }
+  } else {
+    std::memset(r->site_keys, 0, sizeof r->site_keys);
+  }
+  buffer* b = take_buffer();
+  if (b == nullptr) {
+    rec.free_records.push(r);
+    return nullptr;
+  }
+  r->thread = rec.next_thread.fetch_add(1, std::memory_order_relaxed);
+  r->sequence = 0;
+  const tr::event start = thread_start_event();
+  begin_frame(*r, b, start.time_ns);
+  r->state.store(open, std::memory_order_release);
+  my_record = r;
+  os::set_thread_value(rec.key, r);
+  put(*r, start);
+  return r;
+}
+
+/// The thread-exit hook (the key's destructor): records the exit and hands the buffer over. Calls
+/// the thread makes after it (later destructors, the C library's own teardown) go unrecorded.
+void thread_exited(void* record) noexcept {
+  auto* r = static_cast<thread_record*>(record);
+  in_recorder = true;
+  if (rec.phase.load(std::memory_order_acquire) == on) {
+    tr::event e;
+    e.kind = tr::event_kind::thread_exit;
+    e.time_ns = now();
+    put(*r, e);
+  }
+  int expected = open;
+  if (r->state.compare_exchange_strong(expected, handing, std::memory_order_acq_rel)) {
+    r->buf->size = r->enc.size();
+    ship(r->buf);
+    r->buf = nullptr;
+    r->state.store(idle, std::memory_order_release);
+    rec.free_records.push(r);
+  }
+  my_record = nullptr;
+  my_exit_done = true;
+  in_recorder = false;
+}
+
+std::uint64_t mix(std::uint64_t k) noexcept {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdu;
+  k ^= k >> 33;
+  return k;
+}
+
+/// \returns the frames of the call site whose innermost frame is `caller`: stack:N's N of them,
+/// unwound by the C library, or `caller` alone when it is not on the unwound stack.
+std::size_t unwind(const void* caller, std::uint64_t* frames) noexcept {
+  void* stack[max_stack_depth + 16];
+  const int n = ::backtrace(stack, static_cast<int>(rec.depth) + 16);
+  for (int i = 0; i < n; ++i) {
+    if (stack[i] == caller) {
+      std::size_t k = 0;
+      for (; k < rec.depth && i + static_cast<int>(k) < n; ++k) {
+        frames[k] = reinterpret_cast<std::uintptr_t>(stack[i + static_cast<int>(k)]);
+      }
+      return k;
+    }
+  }
+  frames[0] = reinterpret_cast<std::uintptr_t>(caller);
+  return 1;
+}
+
+/// site_of when the site is not the one in its slot, or more than one frame is recorded.
+MEMKIT_NOINLINE std::uint32_t site_of_slow(thread_record& r, const void* caller,
+                                           std::uint64_t time) noexcept {
+  if (caller == nullptr) {
+    return tr::no_site;
+  }
+  std::uint64_t frames[max_stack_depth];
+  std::size_t n = 1;
+  std::uint64_t key = reinterpret_cast<std::uintptr_t>(caller);
+  frames[0] = key;
+  if (rec.depth > 1) {
+    n = unwind(caller, frames);
+    for (std::size_t i = 1; i < n; ++i) {
+      key = mix(key ^ frames[i]) | 1;
+    }
+  }
+  const auto slot = static_cast<std::uint32_t>(mix(key) & (site_slots - 1));
+  if (r.site_keys[slot] != key) {
+    r.site_keys[slot] = key;
+    tr::event s;
+    s.kind = tr::event_kind::site;
+    s.time_ns = time;
+    s.site = slot;
+    s.frames = frames;
+    s.frame_count = n;
+    put(r, s);
+  }
+  return slot;
+}
+
+/// \returns the thread's local index of the site of `caller`, defining it first if its slot
+/// holds another. The common case, one frame already in its slot, stays inline.
+MEMKIT_ALWAYS_INLINE std::uint32_t site_of(thread_record& r, const void* caller,
+                                           std::uint64_t time) noexcept {
+  const auto key = reinterpret_cast<std::uintptr_t>(caller);
+  if (MEMKIT_LIKELY(rec.depth == 1 && key != 0)) {
+    const auto slot = static_cast<std::uint32_t>(mix(key) & (site_slots - 1));
+    if (MEMKIT_LIKELY(r.site_keys[slot] == key)) {
+      return slot;
+    }
+  }
+  return site_of_slow(r, caller, time);
+}
+
+/// enter() for a thread's first call, or when recording is not on.
+thread_record* enter_slow() noexcept {
+  in_recorder = true;
+  thread_record* r = nullptr;
+  if (started()) {
+    r = my_record != nullptr ? my_record : attach();
+  }
+  if (r == nullptr || r->state.load(std::memory_order_relaxed) != open) {
+    in_recorder = false;
+    return nullptr;
+  }
+  return r;
+}
+
+/// The calling thread's record if this call is to be recorded, with in_recorder set; else null.
+MEMKIT_ALWAYS_INLINE thread_record* enter() noexcept {
+  if (in_recorder || my_exit_done) {
+    return nullptr;
+  }
+  thread_record* r = my_record;
+  if (MEMKIT_LIKELY(r != nullptr && rec.phase.load(std::memory_order_acquire) == on &&
+                    r->state.load(std::memory_order_relaxed) == open)) {
+    in_recorder = true;
+    return r;
+  }
+  return enter_slow();
+}
+
+/// Records the call `c` (its time already set) with the site of `caller`, and leaves the
+/// recorder.
+void commit(thread_record& r, tr::call_fields& c, const void* caller) noexcept {
+  c.site = site_of(r, caller, c.time_ns);
+  put_with(r, c.time_ns, [&] { return r.enc.put_call(c); });
+  in_recorder = false;
+}
+
+/// Records a call of kind `k` from `caller` on `block`, stamped now.
+void record_call(trace_kind k, const void* caller, void* block, std::size_t size,
+                 std::size_t alignment) noexcept {
+  if (thread_record* r = enter(); r != nullptr) {
+    tr::call_fields c{
+        k, now(), tr::no_site, 0, size, alignment, reinterpret_cast<std::uintptr_t>(block)};
+    commit(*r, c, caller);
+  }
+}
+
+bool is_sized(trace_kind k) noexcept {
+  return k == trace_kind::operator_delete_sized || k == trace_kind::operator_delete_array_sized ||
+         k == trace_kind::operator_delete_sized_aligned ||
+         k == trace_kind::operator_delete_array_sized_aligned;
+}
+
+// ---- the writer thread: compression, the file, RSS samples and the loaded objects.
+
+/// libzstd's functions, loaded when the writer starts (the libraries link no compression
+/// library, so a program that never records never loads it). Without it, frames are stored
+/// uncompressed.
+struct zstd_api {
+  void* (*create)() = nullptr;
+  std::size_t (*compress)(void*, void*, std::size_t, const void*, std::size_t, int) = nullptr;
+  unsigned (*is_error)(std::size_t) = nullptr;
+  bool tried = false;
+};
+zstd_api zstd;
+
+void load_zstd() noexcept {
+  if (zstd.tried) {
+    return;
+  }
+  zstd.tried = true;
+  void* lib = ::dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    write_stderr("memkit: libzstd.so.1 not found; the trace is written uncompressed\n");
+    return;
+  }
+  zstd.compress = reinterpret_cast<decltype(zstd.compress)>(::dlsym(lib, "ZSTD_compressCCtx"));
+  zstd.is_error = reinterpret_cast<decltype(zstd.is_error)>(::dlsym(lib, "ZSTD_isError"));
+  zstd.create = zstd.compress != nullptr && zstd.is_error != nullptr
+                    ? reinterpret_cast<decltype(zstd.create)>(::dlsym(lib, "ZSTD_createCCtx"))
+                    : nullptr;
+}
+
+/// One compression context: tr::write_frame's `compress`.
+struct compressor {
+  void* cctx = nullptr;
+
+  std::size_t operator()(std::uint8_t* dst, std::size_t capacity, const std::uint8_t* src,
+                         std::size_t n) const noexcept {
+    if (cctx == nullptr) {
+      return 0;
+    }
+    const std::size_t r = zstd.compress(cctx, dst, capacity, src, n, zstd_level);
+    return zstd.is_error(r) != 0 ? 0 : r;
+  }
+};
+
+/// What the writer keeps: mmap'd when it starts (or by the exit flush, if it never ran).
+struct writer_state {
+  compressor zstd;
+  std::uint8_t out[ZSTD_COMPRESSBOUND(payload_bytes) + codec::frame_header_size];
+  thread_record own; ///< thread 0: RSS samples and mappings
+  std::uint64_t last_rss = 0;
+  std::uint64_t last_mappings = 0;
+  std::size_t mapped_count = 0;
+  std::uint64_t mapped[1024]; ///< load addresses of the objects already written
+  char exe[4096];
+};
+
+void write_frame(writer_state& w, const std::uint8_t* raw, std::size_t size) noexcept {
+  const std::size_t n = tr::write_frame(raw, size, w.out, w.zstd);
+  write_all(rec.fd, reinterpret_cast<const char*>(w.out), n);
+}
+
+void drain(writer_state& w) noexcept {
+  for (buffer* b = take_full(); b != nullptr;) {
+    buffer* next = b->next;
+    write_frame(w, b->data, b->size);
+    rec.free_buffers.push(b);
+    b = next;
+  }
+}
+
+/// Writes thread 0's frame if it holds an event, and begins the next.
+void flush_own(writer_state& w) noexcept {
+  thread_record& r = w.own;
+  if (r.enc.size() != r.preamble) {
+    write_frame(w, r.enc.data(), r.enc.size());
+    ++r.sequence;
+    r.enc.begin(0, r.sequence, now());
+    r.preamble = r.enc.size();
+  }
+}
+
+void put_own(writer_state& w, const tr::event& e) noexcept {
+  if (!w.own.enc.put(e)) {
+    flush_own(w);
+    w.own.enc.put(e);
+  }
+}
+
+void sample_rss(writer_state& w) noexcept {
+  const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return;
+  }
+  char text[128];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) {
+    return;
+  }
+  text[n] = '\0';
+  // "size resident shared ...", in pages.
+  const char* p = std::strchr(text, ' ');
+  std::uint64_t pages = 0;
+  for (p = p != nullptr ? p + 1 : text + n; *p >= '0' && *p <= '9'; ++p) {
+    pages = pages * 10 + static_cast<std::uint64_t>(*p - '0');
+  }
+  tr::event e;
+  e.kind = tr::event_kind::rss_sample;
+  e.time_ns = now();
+  e.size = pages * os::page_size();
+  put_own(w, e);
+}
+
+/// \returns the GNU build id among the notes of the object `info`, or an empty view.
+std::string_view build_id(const dl_phdr_info& info) noexcept {
+  for (int i = 0; i < info.dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info.dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) {
+      continue;
+    }
+    const auto* p = reinterpret_cast<const unsigned char*>(info.dlpi_addr + ph.p_vaddr);
+    const unsigned char* const end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      ElfW(Nhdr) note;
+      std::memcpy(&note, p, sizeof note);
+      const unsigned char* name = p + sizeof note;
+      const unsigned char* desc = name + ((note.n_namesz + 3) & ~3u);
+      if (desc + note.n_descsz > end) {
+        break;
+      }
+      if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 &&
+          std::memcmp(name, "GNU", 4) == 0 && note.n_descsz <= codec::max_build_id_bytes) {
+        return {reinterpret_cast<const char*>(desc), note.n_descsz};
+      }
+      p = desc + ((note.n_descsz + 3) & ~3u);
+    }
+  }
+  return {};
+}
+
+/// Records each executable segment of every loaded object not recorded yet.
+int record_object(dl_phdr_info* info, std::size_t, void* state) noexcept {
+  auto& w = *static_cast<writer_state*>(state);
+  for (std::size_t i = 0; i < w.mapped_count; ++i) {
+    if (w.mapped[i] == info->dlpi_addr) {
+      return 0;
+    }
+  }
+  if (w.mapped_count == sizeof w.mapped / sizeof w.mapped[0]) {
+    return 1;
+  }
+  w.mapped[w.mapped_count++] = info->dlpi_addr;
+  std::string_view path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  if (path.empty()) { // the program itself
+    const ssize_t n = ::readlink("/proc/self/exe", w.exe, sizeof w.exe);
+    path = std::string_view(w.exe, n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  if (path.size() > codec::max_path_bytes) {
+    path = path.substr(0, codec::max_path_bytes);
+  }
+  const std::string_view id = build_id(*info);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) != 0) {
+      tr::event e;
+      e.kind = tr::event_kind::mapping;
+      e.time_ns = now();
+      e.block = info->dlpi_addr + ph.p_vaddr;
+      e.size = ph.p_memsz;
+      e.offset = ph.p_vaddr;
+      e.path = path;
+      e.build_id = id;
+      put_own(w, e);
+    }
+  }
+  return 0;
+}
+
+void record_mappings(writer_state& w) noexcept {
+  {
+    // Not across a fork: dl_iterate_phdr's lock, held by this thread when another forked, would
+    // stay held in the child (see before_fork).
+    std::lock_guard<spin_mutex> g(rec.mappings_lock);
+    ::dl_iterate_phdr(&record_object, &w);
+  }
+  w.last_mappings = now();
+}
+
+/// A writer's state, mmap'd, with its compression context and thread 0's first frame begun.
+writer_state* new_writer_state() noexcept {
+  void* m = os::map(sizeof(writer_state));
+  if (m == nullptr) {
+    return nullptr;
+  }
+  auto* w = ::new (m) writer_state;
+  load_zstd();
+  w->zstd.cctx = zstd.create != nullptr ? zstd.create() : nullptr;
+  buffer* b = take_buffer();
+  if (b == nullptr) {
+    return nullptr;
+  }
+  w->own.thread = 0;
+  begin_frame(w->own, b, now());
+  return w;
+}
+
+writer_state* in_place_writer = nullptr;
+
+void write_now(buffer* b) noexcept {
+  {
+    std::lock_guard<spin_mutex> g(rec.in_place_lock);
+    if (in_place_writer == nullptr) {
+      in_place_writer = new_writer_state();
+    }
+    if (in_place_writer != nullptr) {
+      write_frame(*in_place_writer, b->data, b->size);
+    }
+  }
+  rec.free_buffers.push(b);
+}
+
+writer_state* make_writer() noexcept {
+  writer_state* w = new_writer_state();
+  if (w == nullptr) {
+    return nullptr;
+  }
+  record_mappings(*w);
+  sample_rss(*w);
+  flush_own(*w);
+  return w;
+}
+
+/// The last frames: every buffer handed over, then thread 0's, with the objects loaded since the
+/// last look and a final RSS sample.
+void finish_writing(writer_state& w) noexcept {
+  drain(w);
+  record_mappings(w);
+  sample_rss(w);
+  flush_own(w);
+}
+
+void* writer_main(void*) noexcept {
+  in_recorder = true;
+  sigset_t all;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_BLOCK, &all, nullptr); // the program's signals are not for this thread
+  writer_state* w = make_writer();
+  while (!rec.stop.load(std::memory_order_acquire)) {
+    if (w != nullptr) {
+      drain(*w);
+      const std::uint64_t t = now();
+      if (t - w->last_rss >= rss_period_ns) {
+        w->last_rss = t;
+        sample_rss(*w);
+      }
+      if (t - w->last_mappings >= mapping_period_ns) {
+        record_mappings(*w);
+        flush_own(*w);
+      }
+    }
+    timespec pause{0, writer_period_ns};
+    ::nanosleep(&pause, nullptr);
+  }
+  if (w != nullptr) {
+    finish_writing(*w);
+  }
+  return nullptr;
+}
+
+// ---- start-up, fork and exit.
+
+// A forked child records to PATH.<pid> (docs/TRACE.md#recording), from the fork on: the threads
+// that did not survive the fork leave their records and buffers behind (the parent writes what they
+// held), the forking thread goes on as thread 1 of the new trace, and, with no writer thread,
+// each full buffer is compressed and written by the thread that filled it.
+void before_fork() noexcept { rec.mappings_lock.lock(); }
+void parent_after_fork() noexcept { rec.mappings_lock.unlock(); }
+
+void child_after_fork() noexcept {
+  ::new (&rec.mappings_lock) spin_mutex;
+  if (rec.phase.load(std::memory_order_relaxed) != on) {
+    rec.phase.store(closed, std::memory_order_relaxed);
+    return;
+  }
+  for (thread_record* r = rec.all.load(std::memory_order_relaxed); r != nullptr; r = r->next_all) {
+    if (r != my_record) {
+      r->state.store(idle, std::memory_order_relaxed);
+    }
+  }
+  rec.full.store(nullptr, std::memory_order_relaxed);
+  rec.free_buffers.reset();
+  rec.free_records.reset();
+  ::new (&rec.in_place_lock) spin_mutex;
+  in_place_writer = nullptr;
+  rec.writer_running.store(false, std::memory_order_relaxed);
+  rec.write_in_place = true;
+  ::close(rec.fd);
+  rec.fd = open_own_trace(chosen.trace_path);
+  if (rec.fd < 0) {
+    rec.phase.store(closed, std::memory_order_relaxed);
+    return;
+  }
+  rec.header.parent_pid = rec.header.pid;
+  rec.header.pid = static_cast<std::uint32_t>(::getpid());
+  write_header();
+  rec.next_thread.store(1, std::memory_order_relaxed);
+  if (thread_record* r = my_record; r != nullptr && r->buf != nullptr) {
+    std::memset(r->site_keys, 0, sizeof r->site_keys);
+    r->thread = rec.next_thread.fetch_add(1, std::memory_order_relaxed);
+    r->sequence = 0;
+    const tr::event start = thread_start_event();
+    begin_frame(*r, r->buf, start.time_ns);
+    r->state.store(open, std::memory_order_relaxed);
+    in_recorder = true;
+    put(*r, start);
+    in_recorder = false;
+  }
+}
+
+// The writer starts here, outside any malloc (pthread_create takes locks a malloc caller may hold),
+// before main; calls recorded before it wait in their buffers.
+__attribute__((constructor)) void start_writer() noexcept {
+  if (the_process_heap.load(std::memory_order_acquire) == nullptr) {
+    make_process_heap();
+  }
+  if ((the_mode & mode_trace) == 0) {
+    return;
+  }
+  in_recorder = true;
+  if (started() && ::pthread_create(&rec.writer, nullptr, &writer_main, nullptr) == 0) {
+    rec.writer_running.store(true, std::memory_order_release);
+    ::pthread_atfork(&before_fork, &parent_after_fork, &child_after_fork);
+  }
+  in_recorder = false;
+}
+
+/// At exit: every thread's buffer up to its last whole event goes out, then the writer's last
+/// frames; calls made after go unrecorded.
+__attribute__((destructor)) void finish_at_exit() noexcept {
+  int expected = on;
+  if (!rec.phase.compare_exchange_strong(expected, closed, std::memory_order_acq_rel)) {
+    return;
+  }
+  in_recorder = true;
+  for (thread_record* r = rec.all.load(std::memory_order_acquire); r != nullptr; r = r->next_all) {
+    int state = open;
+    while (!r->state.compare_exchange_weak(state, stolen, std::memory_order_acq_rel)) {
+      if (state != open && state != handing) {
+        break;
+      }
+      state = open; // its owner is handing the buffer over: wait for the next one
+    }
+    if (state != open) {
+      continue;
+    }
+    const std::size_t n = r->committed.load(std::memory_order_acquire);
+    buffer* b = n != r->preamble ? take_buffer() : nullptr;
+    if (b != nullptr) {
+      std::memcpy(b->data, r->buf->data, n);
+      b->size = n;
+      push_full(b);
+    }
+  }
+  if (rec.writer_running.load(std::memory_order_acquire)) {
+    rec.stop.store(true, std::memory_order_release);
+    ::pthread_join(rec.writer, nullptr);
+  } else if (writer_state* w = make_writer(); w != nullptr) {
+    finish_writing(*w);
+  }
+  ::close(rec.fd);
+}
+
+} // namespace
+
+void* allocate_slow_at(std::size_t bytes, std::size_t alignment, trace_kind k,
+                       const void* caller) noexcept {
+  void* p = allocate_slow(bytes, alignment);
+  if (MEMKIT_UNLIKELY((the_mode & mode_trace) != 0) && k != untraced) {
+    record_call(k, caller, p, bytes, alignment);
+  }
+  return p;
+}
+
+void release_slow_at(void* p, std::size_t size, std::size_t alignment, trace_kind k,
+                     const void* caller) noexcept {
+  if (MEMKIT_UNLIKELY((the_mode & mode_trace) != 0) && k != untraced) {
+    record_call(k, caller, p, size, alignment);
+  }
+  if (is_sized(k)) {
+    free_sized_slow(p, size);
+  } else {
+    free_slow(p);
+  }
+}
+
+void* record_realloc(void* (*impl)(void*, std::size_t) noexcept, void* p, std::size_t bytes,
+                     trace_kind k, const void* caller) noexcept {
+  thread_record* r = enter();
+  if (r == nullptr) {
+    return impl(p, bytes);
+  }
+  // Stamped when it begins, as a release: the block it gives up is free from then on.
+  tr::call_fields c{k, now(), tr::no_site, reinterpret_cast<std::uintptr_t>(p), bytes, 0, 0};
+  void* q = impl(p, bytes);
+  c.block = reinterpret_cast<std::uintptr_t>(q);
+  commit(*r, c, caller);
+  return q;
+}
+
+} // namespace memkit::replacement
