@@ -16,10 +16,12 @@ namespace {
 // runtime's own emergency path, not from inside a half-done allocation.
 // `k` is what a trace records; both are inlined into the operator, whose caller a trace records
 // (trace.hpp).
-MEMKIT_ALWAYS_INLINE void* new_or_throw(std::size_t bytes, std::size_t alignment,
-                                        mr::trace_kind k) {
+// operator new's loop (the new_handler, the exception) out of line, so the fast path keeps no
+// register across a call and tail-calls this, as malloc's does (malloc.cpp).
+MEMKIT_NOINLINE void* new_slow(std::size_t bytes, std::size_t alignment, mr::trace_kind k,
+                               const void* caller) {
   for (;;) {
-    if (void* p = mr::allocate_at(bytes, alignment, k); MEMKIT_LIKELY(p != nullptr)) {
+    if (void* p = mr::allocate_slow_at(bytes, alignment, k, caller); p != nullptr) {
       return p;
     }
     std::new_handler handler = std::get_new_handler();
@@ -30,13 +32,30 @@ MEMKIT_ALWAYS_INLINE void* new_or_throw(std::size_t bytes, std::size_t alignment
   }
 }
 
-MEMKIT_ALWAYS_INLINE void* new_or_null(std::size_t bytes, std::size_t alignment,
-                                       mr::trace_kind k) noexcept {
+MEMKIT_NOINLINE void* new_slow_or_null(std::size_t bytes, std::size_t alignment, mr::trace_kind k,
+                                       const void* caller) noexcept {
   try {
-    return new_or_throw(bytes, alignment, k);
+    return new_slow(bytes, alignment, k, caller);
   } catch (...) {
     return nullptr;
   }
+}
+
+// The entry point's caller is read here, inlined into it (trace.hpp).
+MEMKIT_ALWAYS_INLINE void* new_or_throw(std::size_t bytes, std::size_t alignment,
+                                        mr::trace_kind k) {
+  if (void* p = mr::allocate_fast(bytes, alignment); MEMKIT_LIKELY(p != nullptr)) {
+    return p;
+  }
+  return new_slow(bytes, alignment, k, MEMKIT_CALLER());
+}
+
+MEMKIT_ALWAYS_INLINE void* new_or_null(std::size_t bytes, std::size_t alignment,
+                                       mr::trace_kind k) noexcept {
+  if (void* p = mr::allocate_fast(bytes, alignment); MEMKIT_LIKELY(p != nullptr)) {
+    return p;
+  }
+  return new_slow_or_null(bytes, alignment, k, MEMKIT_CALLER());
 }
 
 } // namespace
