@@ -108,4 +108,19 @@ TEST(FreeList, PushChainPutsTheChainInFrontInItsOrder) {
   EXPECT_EQ(from.count(), 3u);
 }
 
+TEST(FreeList, PushRunPutsConsecutiveBlocksInFrontInAddressOrder) {
+  blocks b;
+  free_list list;
+  list.push(b[9], block_size);
+  list.push_run(static_cast<char*>(b[2]), 0, block_size); // nothing
+  EXPECT_EQ(list.head(), b[9]);
+  list.push_run(static_cast<char*>(b[2]), 4, block_size);
+  EXPECT_EQ(list.count(), 5u);
+  for (std::size_t i = 2; i < 6; ++i) {
+    EXPECT_EQ(list.pop(), b[i]);
+  }
+  EXPECT_EQ(list.pop(), b[9]);
+  EXPECT_TRUE(list.empty());
+}
+
 } // namespace

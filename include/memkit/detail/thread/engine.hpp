@@ -430,9 +430,7 @@ private:
     const std::size_t s = c->block_size;
     std::size_t n = 0;
     char* const first = c->fresh.take_batch(s, page_size / s, n);
-    for (std::size_t k = n; k-- > 1;) {
-      c->free.push(first + k * s, s);
-    }
+    c->free.push_run(first + s, n - 1, s);
     ++c->used;
     return first;
   }
