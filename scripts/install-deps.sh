@@ -5,7 +5,8 @@
 set -euo pipefail
 
 common=(cmake g++ make libgtest-dev libgmock-dev libbenchmark-dev libboost-dev libfoonathan-memory-dev
-  libcli11-dev nlohmann-json3-dev libcpp-httplib-dev prometheus-cpp-dev pkg-config)
+  libcli11-dev nlohmann-json3-dev libcpp-httplib-dev prometheus-cpp-dev pkg-config libzstd-dev)
+# libzstd-dev: the allocation trace's compression (include/memkit/trace.hpp).
 # prometheus: the server observe mode (scripts/observe.sh) and its ctest scrape memkit-bench with.
 # python3, sqlite3, git: the real programs run under the preloaded malloc (tests/replacement/).
 test_only=(clang libclang-rt-14-dev clang-format valgrind python3 prometheus libtbb-dev sqlite3 git)
