@@ -10,8 +10,11 @@
 
 namespace memkit::bench::replay {
 
-/// \returns the events of `trace` in the recorded order. \throws std::runtime_error with a
-/// message naming the trace (and, for a bad file, the offset) if it cannot be read.
+/// \returns the events of `trace` in the recorded order (a file's sorted by time, each thread's
+/// own order kept). A file cut inside a frame (a recorder killed mid-write) gives the events of
+/// its complete frames, with a warning on stderr naming the offset. \throws std::runtime_error
+/// naming the trace and the reader's message (with the byte offset) for a file that cannot be
+/// opened, is not a trace, is another format version or is corrupted.
 event_list load_events(const std::string& trace);
 
 } // namespace memkit::bench::replay

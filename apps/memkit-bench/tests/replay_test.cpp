@@ -3,16 +3,25 @@
 // lists whose orders are known (a cross-thread free, a realloc chain across threads, slot reuse
 // across threads), the verifier (unknown pointers, double frees, programs it must reject), the
 // slot bound, replays against this process's malloc and the strategies with every block's
-// contents checked, and the advice on the synthetic trace whose right answers are known.
+// contents checked, the advice on the synthetic trace whose right answers are known, and recorded
+// trace files read through the trace reader (in time order, cut and corrupted files).
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <vector>
 
+#include <memkit/trace.hpp>
+
 #include "replay/advise.hpp"
 #include "replay/compile.hpp"
+#include "replay/load.hpp"
 #include "replay/replayer.hpp"
 #include "replay/routes.hpp"
 #include "replay/sites.hpp"
@@ -376,6 +385,106 @@ TEST(ReplayInput, RejectsBadPoliciesAndSyntheticNames) {
   EXPECT_EQ(parse_synthetic("synthetic:500:4:9")->threads, 4u);
   EXPECT_THROW(parse_synthetic("synthetic:many"), std::invalid_argument);
   EXPECT_THROW(parse_synthetic("synthetic:10:0"), std::invalid_argument);
+}
+
+namespace mt = memkit::trace;
+
+mt::event recorded(mt::event_kind kind, std::uint64_t time, std::uint64_t block,
+                   std::uint64_t size) {
+  mt::event e;
+  e.kind = kind;
+  e.time_ns = time;
+  e.block = block;
+  e.size = size;
+  e.site = mt::no_site;
+  return e;
+}
+
+/// A trace file of two threads whose frames are written out of time order, removed at the end.
+class trace_file {
+public:
+  trace_file() {
+    const std::uint64_t site_frames[] = {0x401234};
+    mt::event site = recorded(mt::event_kind::site, 1, 0, 0);
+    site.site = 0;
+    site.frames = site_frames;
+    site.frame_count = 1;
+    mt::event first = recorded(mt::event_kind::malloc, 10, 0x1000, 24);
+    first.site = 0;
+    mt::event grow = recorded(mt::event_kind::realloc, 30, 0x2000, 4000);
+    grow.old_block = 0x1000;
+    mt::event aligned = recorded(mt::event_kind::operator_new_aligned, 20, 0x3000, 64);
+    aligned.alignment = 256;
+    mt::builder b({}, false);
+    b.frame(2, {aligned, recorded(mt::event_kind::operator_delete_sized, 40, 0x2000, 4000),
+                recorded(mt::event_kind::rss_sample, 45, 0, 1 << 20)});
+    b.frame(1, {site, first, grow, recorded(mt::event_kind::free, 50, 0x3000, 0)});
+    bytes_ = b.bytes();
+    write(bytes_);
+  }
+  ~trace_file() { std::filesystem::remove(path_); }
+  trace_file(const trace_file&) = delete;
+  trace_file& operator=(const trace_file&) = delete;
+
+  void write(const std::vector<std::uint8_t>& bytes) const {
+    std::ofstream(path_, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+  }
+  const std::string& path() const { return path_; }
+  std::vector<std::uint8_t> bytes() const { return bytes_; }
+
+private:
+  std::string path_ = (std::filesystem::temp_directory_path() /
+                       ("memkit-replay-test-" + std::to_string(getpid()) + ".trace"))
+                          .string();
+  std::vector<std::uint8_t> bytes_;
+};
+
+TEST(TraceFile, IsReadInTimeOrderWithEveryBlockEventAdapted) {
+  const trace_file f;
+  const event_list events = load_events(f.path());
+  ASSERT_EQ(events.size(), 5u); // the site and the RSS sample touch no block
+  EXPECT_EQ(events[0].kind, event_kind::alloc);
+  EXPECT_EQ(events[0].thread, 1u);
+  EXPECT_EQ(events[0].result, 0x1000u);
+  EXPECT_EQ(events[0].site, 0u);
+  EXPECT_EQ(events[1].kind, event_kind::alloc); // thread 2's, between thread 1's in time
+  EXPECT_EQ(events[1].thread, 2u);
+  EXPECT_EQ(events[1].alignment, 256u);
+  EXPECT_EQ(events[2].kind, event_kind::realloc);
+  EXPECT_EQ(events[2].ptr, 0x1000u);
+  EXPECT_EQ(events[2].result, 0x2000u);
+  EXPECT_EQ(events[3].kind, event_kind::free);
+  EXPECT_EQ(events[3].ptr, 0x2000u);
+  EXPECT_EQ(events[4].ptr, 0x3000u);
+  // Both blocks change thread: the compiled program waits twice and replays intact.
+  const program p = compile(events);
+  EXPECT_EQ(p.stats.cross_thread, 2u);
+  EXPECT_EQ(p.stats.leaked, 0u);
+  ASSERT_TRUE(verify(p).ok) << verify(p).error;
+  router none(p, {});
+  EXPECT_EQ(replay_routed(p, none, {}).content_errors, 0u);
+}
+
+TEST(TraceFile, CutFileGivesItsCompleteFramesAndCorruptOneAnErrorWithTheOffset) {
+  const trace_file f;
+  std::vector<std::uint8_t> cut = f.bytes();
+  cut.resize(cut.size() - 3);
+  f.write(cut);
+  const event_list complete = load_events(f.path());
+  EXPECT_EQ(complete.size(), 2u); // thread 2's frame; thread 1's was cut
+
+  std::vector<std::uint8_t> version = f.bytes();
+  version[8] = 99;
+  f.write(version);
+  try {
+    load_events(f.path());
+    ADD_FAILURE() << "a trace of another version was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("byte 8"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_events(f.path() + ".missing"), std::runtime_error);
 }
 
 } // namespace
