@@ -38,8 +38,18 @@ std::string gain_text(const ratio_interval& r) {
   return buf;
 }
 
+std::string hex(std::uint64_t address) {
+  if (address == 0) {
+    return "-";
+  }
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(address));
+  return buf;
+}
+
 void print_sites(std::ostream& out, const std::vector<site_profile>& sites) {
-  out << "call sites (top by operations and by peak bytes; lifetimes in trace events)\n"
+  out << "call sites (top by operations and by peak bytes; lifetimes in trace events; address: "
+         "the innermost return address, symbolized with the trace's mappings)\n"
       << std::right << std::setw(8) << "site" << std::setw(11) << "ops" << std::setw(11)
       << "peak KiB" << std::setw(17) << "sizes" << std::setw(7) << "kinds" << std::setw(10)
       << "life p50" << std::setw(10) << "life p99" << std::setw(6) << "LIFO" << std::setw(6)
@@ -53,8 +63,9 @@ void print_sites(std::ostream& out, const std::vector<site_profile>& sites) {
         << (s.distinct_sizes > 64 ? std::string(">64") : std::to_string(s.distinct_sizes))
         << std::setw(10) << s.lifetime_p50 << std::setw(10) << s.lifetime_p99 << std::setw(6)
         << percent(s.lifo_share) << std::setw(6) << percent(s.bulk_share) << std::setw(7)
-        << percent(s.cross_thread_share) << "  " << std::left << std::setw(14)
-        << (s.candidate == strategy::malloc ? "-" : to_string(s.candidate)) << s.reason << "\n";
+        << percent(s.cross_thread_share) << std::setw(16) << hex(s.address) << "  " << std::left
+        << std::setw(14) << (s.candidate == strategy::malloc ? "-" : to_string(s.candidate))
+        << s.reason << "\n";
   }
 }
 
@@ -116,8 +127,13 @@ int run_advise(const advise_command_options& o) {
   std::vector<site_profile> sites;
   compile_stats stats;
   {
-    const event_list events = load_events(o.c.trace);
+    std::map<std::uint32_t, std::uint64_t> addresses;
+    const event_list events = load_events(o.c.trace, &addresses);
     sites = top_sites(profile_sites(events), o.top);
+    for (auto& s : sites) {
+      const auto it = addresses.find(s.site);
+      s.address = it == addresses.end() ? 0 : it->second;
+    }
     const program p = compile(events);
     if (const verify_result v = verify(p); !v.ok) {
       std::cerr << "memkit-bench: ERROR: the compiled trace failed verification: " << v.error

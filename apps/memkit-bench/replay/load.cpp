@@ -50,7 +50,8 @@ bool adapt(const memkit::trace::event& e, event& out) {
 
 } // namespace
 
-event_list load_events(const std::string& trace) {
+event_list load_events(const std::string& trace,
+                       std::map<std::uint32_t, std::uint64_t>* addresses) {
   if (const auto s = parse_synthetic(trace)) {
     return synthetic_trace(*s);
   }
@@ -66,6 +67,11 @@ event_list load_events(const std::string& trace) {
   using status = memkit::trace::reader::status;
   if (r.state() == status::error) {
     throw std::runtime_error(trace + ": " + r.message());
+  }
+  for (std::uint32_t id = 0; addresses != nullptr && id < r.site_count(); ++id) {
+    if (!r.site_frames(id).empty()) {
+      (*addresses)[id] = r.site_frames(id).front();
+    }
   }
   if (r.state() == status::truncated) {
     // A recorder killed mid-write leaves its complete frames readable (docs/TRACE.md).

@@ -4,6 +4,8 @@
 // read by the trace reader and adapted here, the one place that knows the file's event type.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "replay/events.hpp"
@@ -15,6 +17,9 @@ namespace memkit::bench::replay {
 /// its complete frames, with a warning on stderr naming the offset. \throws std::runtime_error
 /// naming the trace and the reader's message (with the byte offset) for a file that cannot be
 /// opened, is not a trace, is another format version or is corrupted.
-event_list load_events(const std::string& trace);
+/// If `addresses` is given, it receives each site's innermost return address (a file's sites
+/// only), for symbolizing with the trace's mappings.
+event_list load_events(const std::string& trace,
+                       std::map<std::uint32_t, std::uint64_t>* addresses = nullptr);
 
 } // namespace memkit::bench::replay

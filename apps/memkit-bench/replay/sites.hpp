@@ -27,6 +27,7 @@ inline constexpr std::size_t size_buckets = 41;
 /// One call site's pattern.
 struct site_profile {
   std::uint32_t site = 0;
+  std::uint64_t address = 0; ///< the site's innermost return address, 0 if unknown
   std::uint64_t allocs = 0;
   std::uint64_t frees = 0;
   std::uint64_t reallocs = 0;
@@ -53,6 +54,7 @@ struct site_profile {
 /// site_profile's field list: its JSON record (replay/records.hpp).
 #define MEMKIT_BENCH_SITE_PROFILE_FIELDS(X)                                                        \
   X(site)                                                                                          \
+  X(address)                                                                                       \
   X(allocs)                                                                                        \
   X(frees)                                                                                         \
   X(reallocs)                                                                                      \

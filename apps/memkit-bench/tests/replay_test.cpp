@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <vector>
 
@@ -443,7 +444,9 @@ private:
 
 TEST(TraceFile, IsReadInTimeOrderWithEveryBlockEventAdapted) {
   const trace_file f;
-  const event_list events = load_events(f.path());
+  std::map<std::uint32_t, std::uint64_t> addresses;
+  const event_list events = load_events(f.path(), &addresses);
+  EXPECT_EQ(addresses, (std::map<std::uint32_t, std::uint64_t>{{0, 0x401234}}));
   ASSERT_EQ(events.size(), 5u); // the site and the RSS sample touch no block
   EXPECT_EQ(events[0].kind, event_kind::alloc);
   EXPECT_EQ(events[0].thread, 1u);
