@@ -78,6 +78,9 @@ event_list load_events(const std::string& trace,
     std::cerr << "memkit-bench: warning: " << trace << ": " << r.message() << "; replaying the "
               << events.size() << " events before it\n";
   }
+  if (events.empty()) {
+    throw std::runtime_error(trace + ": no allocation events to replay");
+  }
   // Frames of different threads interleave in the order they were written: one global order is
   // the time order, each thread's own kept (docs/TRACE.md, "Timestamps").
   std::stable_sort(events.begin(), events.end(),

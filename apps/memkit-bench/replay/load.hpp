@@ -16,7 +16,8 @@ namespace memkit::bench::replay {
 /// own order kept). A file cut inside a frame (a recorder killed mid-write) gives the events of
 /// its complete frames, with a warning on stderr naming the offset. \throws std::runtime_error
 /// naming the trace and the reader's message (with the byte offset) for a file that cannot be
-/// opened, is not a trace, is another format version or is corrupted.
+/// opened, is not a trace, is another format version or is corrupted, or has no allocation
+/// events.
 /// If `addresses` is given, it receives each site's innermost return address (a file's sites
 /// only), for symbolizing with the trace's mappings.
 event_list load_events(const std::string& trace,

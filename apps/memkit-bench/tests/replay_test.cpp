@@ -488,6 +488,11 @@ TEST(TraceFile, CutFileGivesItsCompleteFramesAndCorruptOneAnErrorWithTheOffset) 
     EXPECT_NE(std::string(e.what()).find("byte 8"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_events(f.path() + ".missing"), std::runtime_error);
+
+  mt::builder only_samples({}, false);
+  only_samples.frame(1, {recorded(mt::event_kind::rss_sample, 5, 0, 4096)});
+  f.write(only_samples.bytes());
+  EXPECT_THROW(load_events(f.path()), std::runtime_error); // nothing to replay
 }
 
 } // namespace
