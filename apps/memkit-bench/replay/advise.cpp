@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -208,31 +207,29 @@ int run_advise(const advise_command_options& o) {
   std::cout << "\n";
   print_tables(std::cout, rows, info);
   print_advice(std::cout, all, o.time_threshold, o.rss_threshold);
-  if (!o.c.json_file.empty()) {
-    nlohmann::json doc = to_json(rows, info, {});
-    nlohmann::json advice_json = nlohmann::json::array();
-    for (const auto& a : all) {
-      advice_json.push_back({{"site", a.site},
-                             {"baseline", a.baseline},
-                             {"variant", a.variant},
-                             {"time_gain", a.time.ratio},
-                             {"time_gain_lo", a.time.lo},
-                             {"time_gain_hi", a.time.hi},
-                             {"rss_gain", a.rss.ratio},
-                             {"rss_gain_lo", a.rss.lo},
-                             {"rss_gain_hi", a.rss.hi},
-                             {"use", a.use},
-                             {"verdict", a.verdict},
-                             {"why", a.why}});
-    }
-    doc["advice"] = {{"trace", o.c.trace},
-                     {"compile", stats},
-                     {"best_general_purpose", best->name},
-                     {"time_threshold", o.time_threshold},
-                     {"rss_threshold", o.rss_threshold},
-                     {"sites", advice_json}};
-    std::ofstream(o.c.json_file) << doc.dump(1) << "\n";
+  nlohmann::json doc = to_json(rows, info, {});
+  nlohmann::json advice_json = nlohmann::json::array();
+  for (const auto& a : all) {
+    advice_json.push_back({{"site", a.site},
+                           {"baseline", a.baseline},
+                           {"variant", a.variant},
+                           {"time_gain", a.time.ratio},
+                           {"time_gain_lo", a.time.lo},
+                           {"time_gain_hi", a.time.hi},
+                           {"rss_gain", a.rss.ratio},
+                           {"rss_gain_lo", a.rss.lo},
+                           {"rss_gain_hi", a.rss.hi},
+                           {"use", a.use},
+                           {"verdict", a.verdict},
+                           {"why", a.why}});
   }
+  doc["advice"] = {{"trace", o.c.trace},
+                   {"compile", stats},
+                   {"best_general_purpose", best->name},
+                   {"time_threshold", o.time_threshold},
+                   {"rss_threshold", o.rss_threshold},
+                   {"sites", advice_json}};
+  write_outputs(doc, o.c, ok);
   return ok ? 0 : 1;
 }
 

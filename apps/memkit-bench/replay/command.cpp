@@ -43,6 +43,9 @@ void add_common(CLI::App& cmd, common_options& c) {
   cmd.add_option("--sample-every", c.sample_every,
                  "time one operation in N on each thread (default 64; 0: none)");
   cmd.add_option("--json", c.json_file, "write the results as JSON to FILE");
+  cmd.add_option("--report", c.report_dir,
+                 "write batch mode's PNG charts and index.html of the replays to DIR (needs "
+                 "python3-matplotlib)");
 }
 
 replay_options options_of(const common_options& c) {
@@ -160,11 +163,9 @@ int run_replay(const replay_command_options& o) {
   const run_info info = check_rows(rows, o.c, {{"policies", o.policies}}, ok);
   print_tables(std::cout, rows, info);
   print_operations(std::cout, rows, runs, stats);
-  if (!o.c.json_file.empty()) {
-    nlohmann::json doc = to_json(rows, info, {});
-    doc["replay"] = {{"trace", o.c.trace}, {"compile", stats}, {"runs", runs}};
-    std::ofstream(o.c.json_file) << doc.dump(1) << "\n";
-  }
+  nlohmann::json doc = to_json(rows, info, {});
+  doc["replay"] = {{"trace", o.c.trace}, {"compile", stats}, {"runs", runs}};
+  write_outputs(doc, o.c, ok);
   return ok ? 0 : 1;
 }
 

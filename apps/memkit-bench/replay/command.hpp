@@ -23,6 +23,7 @@ struct common_options {
   std::string touch = "page";          ///< none, page or line (replayer.hpp)
   std::uint32_t sample_every = 64;
   std::string json_file;
+  std::string report_dir; ///< batch mode's HTML report of the replays' rows
 };
 
 struct replay_command_options {

@@ -14,6 +14,7 @@
 
 #include "core/interval.hpp"
 #include "core/spawn.hpp"
+#include "output/report.hpp"
 #include "replacement/replacement.hpp"
 #include "replay/records.hpp"
 
@@ -110,6 +111,20 @@ run_info check_rows(std::vector<result>& rows, const common_options& c, nlohmann
   options["sample_every"] = c.sample_every;
   info.options = std::move(options);
   return info;
+}
+
+void write_outputs(const nlohmann::json& doc, const common_options& c, bool& ok) {
+  if (!c.json_file.empty()) {
+    std::ofstream(c.json_file) << doc.dump(1) << "\n";
+  }
+  if (!c.report_dir.empty()) {
+    if (const std::string error = write_report(c.report_dir, doc); !error.empty()) {
+      std::cerr << "memkit-bench: ERROR: " << error << "\n";
+      ok = false;
+    } else {
+      std::cerr << "memkit-bench: report in " << c.report_dir << "/index.html\n";
+    }
+  }
 }
 
 double median_of(const std::vector<replay_result>& runs, double replay_result::*field) {

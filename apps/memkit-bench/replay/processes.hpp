@@ -49,6 +49,10 @@ result to_row(const std::string& workload, const std::string& variant,
 run_info check_rows(std::vector<result>& rows, const common_options& c, nlohmann::json options,
                     bool& ok);
 
+/// \effects writes `doc` to `c`'s --json file and draws batch mode's report of it into --report's
+/// directory, where they are given (on a failure says why and sets `ok` false).
+void write_outputs(const nlohmann::json& doc, const common_options& c, bool& ok);
+
 /// \returns the median over `runs` of `field`.
 double median_of(const std::vector<replay_result>& runs, double replay_result::*field);
 
