@@ -242,7 +242,15 @@ verify_result verify(const program& p) {
   verify_result r;
   const std::size_t n = p.streams.size();
   std::vector<std::size_t> next(n, 0); // per stream: its next operation
-  std::vector<std::vector<std::uint64_t>> waited(n, std::vector<std::uint64_t>(n, 0));
+  // Per stream, per awaited stream: how far it has waited. Grown on demand: a trace of many
+  // short-lived threads has few pairs that ever wait for each other.
+  std::vector<std::vector<std::uint64_t>> waited(n);
+  const auto waited_for = [&waited](std::size_t s, std::size_t on) -> std::uint64_t& {
+    if (waited[s].size() <= on) {
+      waited[s].resize(on + 1, 0);
+    }
+    return waited[s][on];
+  };
   struct slot_state {
     bool live = false;
     bool used = false;
@@ -270,7 +278,7 @@ verify_result verify(const program& p) {
           if (next[o.slot] < o.arg) {
             break; // blocked: try the others
           }
-          waited[s][o.slot] = std::max(waited[s][o.slot], o.arg);
+          waited_for(s, o.slot) = std::max(waited_for(s, o.slot), o.arg);
         } else {
           if (o.slot >= slots.size()) {
             return fail(s, "slot " + std::to_string(o.slot) + " out of range");
@@ -283,7 +291,7 @@ verify_result verify(const program& p) {
                                       : "allocates into slot " + std::to_string(o.slot) +
                                             ", which holds a live block");
           }
-          if (st.used && st.stream != s && waited[s][st.stream] < st.done) {
+          if (st.used && st.stream != s && waited_for(s, st.stream) < st.done) {
             return fail(s, "touches slot " + std::to_string(o.slot) + " after stream " +
                                std::to_string(st.stream) + " without waiting for it");
           }
