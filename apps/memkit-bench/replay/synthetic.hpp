@@ -17,7 +17,8 @@ enum synthetic_site : std::uint32_t {
   lifo_site = 100,       ///< per thread: a random walk of pushes and pops, 16..256 bytes
   bulk_site = 200,       ///< per thread: 64 blocks of 32..128 bytes, then all freed, shuffled
   long_lived_site = 300, ///< thread 0: eight blocks of 1 MiB, freed at the very end
-  handoff_site = 400,    ///< 64-byte messages, each freed by the next thread
+  handoff_site = 400,    ///< 64-byte messages, each freed by the next thread; sent twice as
+                         ///< often as freed, a queue that grows until the end drains it
   churn_site = 500,      ///< per thread: 8..4096 bytes, freed in random order, ~256 live
 };
 
