@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -124,7 +125,7 @@ void decide(advice& a, double time_threshold, double rss_threshold) {
 
 int run_advise(const advise_command_options& o) {
   std::vector<site_profile> sites;
-  compile_stats stats;
+  std::unique_ptr<compiled_trace> trace;
   {
     std::map<std::uint32_t, std::uint64_t> addresses;
     const event_list events = load_events(o.c.trace, &addresses);
@@ -133,14 +134,10 @@ int run_advise(const advise_command_options& o) {
       const auto it = addresses.find(s.site);
       s.address = it == addresses.end() ? 0 : it->second;
     }
-    const program p = compile(events);
-    if (const verify_result v = verify(p); !v.ok) {
-      std::cerr << "memkit-bench: ERROR: the compiled trace failed verification: " << v.error
-                << "\n";
-      return 1;
-    }
-    stats = p.stats;
+    trace = std::make_unique<compiled_trace>(events);
   }
+  const compile_stats& stats = trace->stats();
+  std::cerr << "memkit-bench: " << o.c.trace << ": " << trace->summary() << "\n";
   print_sites(std::cout, sites);
 
   bool ok = true;
@@ -148,7 +145,7 @@ int run_advise(const advise_command_options& o) {
   if (!ok) {
     return 2;
   }
-  const auto first = replay_in_processes(o.c, general, ok);
+  const auto first = replay_in_processes(o.c, *trace, general, ok);
   const variant_spec* best = nullptr;
   double best_time = std::numeric_limits<double>::infinity();
   std::vector<result> rows;
@@ -183,7 +180,7 @@ int run_advise(const advise_command_options& o) {
     }
     all.push_back(a);
   }
-  const auto second = round.size() > 1 ? replay_in_processes(o.c, round, ok)
+  const auto second = round.size() > 1 ? replay_in_processes(o.c, *trace, round, ok)
                                        : std::map<std::string, std::vector<replay_result>>{};
   for (const auto& v : round) {
     if (const auto it = second.find(v.name); it != second.end() && !it->second.empty()) {

@@ -18,6 +18,7 @@
 #include "replay/advise.hpp"
 #include "replay/load.hpp"
 #include "replay/processes.hpp"
+#include "replay/program_file.hpp"
 #include "replay/records.hpp"
 
 namespace memkit::bench::replay {
@@ -64,11 +65,9 @@ int run_child(const replay_command_options& o) {
       return 3;
     }
   }
-  program p = compile(load_events(o.c.trace));
-  if (const verify_result v = verify(p); !v.ok) {
-    std::cerr << "memkit-bench: ERROR: the compiled trace failed verification: " << v.error << "\n";
-    return 1;
-  }
+  // Compiled and verified by the parent: nothing is decoded or compiled here, so the heap under
+  // test holds nothing the harness freed (program_file.hpp).
+  const program p = load_program(o.program_file);
   replay_result r;
   if (o.as_child == "null") {
     r = replay_null(p, options_of(o.c));
@@ -134,23 +133,10 @@ int run_replay(const replay_command_options& o) {
   if (!ok) {
     return 2;
   }
-  compile_stats stats;
-  {
-    const program p = compile(load_events(o.c.trace));
-    const verify_result v = verify(p);
-    if (!v.ok) {
-      std::cerr << "memkit-bench: ERROR: the compiled trace failed verification: " << v.error
-                << "\n";
-      return 1;
-    }
-    stats = p.stats;
-    std::cerr << "memkit-bench: " << o.c.trace << ": " << stats.events << " events, "
-              << p.streams.size() << " threads, " << p.slots << " slots, " << stats.waits
-              << " waits; verified " << v.checked << " operations; unknown frees "
-              << stats.unknown_frees << ", unknown reallocs " << stats.unknown_reallocs
-              << ", double frees " << stats.double_frees << ", leaked " << stats.leaked << "\n";
-  }
-  const auto runs = replay_in_processes(o.c, variants, ok);
+  const compiled_trace trace(load_events(o.c.trace));
+  const compile_stats& stats = trace.stats();
+  std::cerr << "memkit-bench: " << o.c.trace << ": " << trace.summary() << "\n";
+  const auto runs = replay_in_processes(o.c, trace, variants, ok);
   std::vector<result> rows;
   for (const auto& v : variants) {
     if (const auto it = runs.find(v.name); it != runs.end() && !it->second.empty()) {
@@ -183,6 +169,7 @@ void add_replay_commands(CLI::App& app, replay_commands& c) {
                        "multipool, arena, stack, thread-cached, huge-page); repeatable");
   c.replay->add_option("--as-child", c.r.as_child, "internal")->group("");
   c.replay->add_option("--child-routes", c.r.child_routes, "internal")->group("");
+  c.replay->add_option("--program", c.r.program_file, "internal")->group("");
 
   c.advise = app.add_subcommand(
       "advise", "per call site of a trace: sizes, lifetimes, LIFO, bulk-death and cross-thread "

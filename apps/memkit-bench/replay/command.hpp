@@ -31,6 +31,7 @@ struct replay_command_options {
   std::vector<std::string> policies; ///< each "SITE=STRATEGY,...": one more variant over std
   std::string as_child;              ///< internal: replay once under this allocator
   std::string child_routes;          ///< internal: the child's policy
+  std::string program_file;          ///< internal: the compiled trace (program_file.hpp)
 };
 
 struct advise_command_options {

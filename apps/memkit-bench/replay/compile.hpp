@@ -61,6 +61,8 @@ struct compile_stats {
   std::uint64_t peak_live = 0;        ///< most blocks live at once
   std::uint64_t peak_live_bytes = 0;  ///< most bytes live at once (requested sizes)
   std::uint64_t max_size = 0;         ///< the largest request
+
+  bool operator==(const compile_stats&) const = default;
 };
 
 /// compile_stats' field list: its JSON record (replay/records.hpp).

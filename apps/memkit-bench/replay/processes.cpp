@@ -11,11 +11,14 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
+#include <stdexcept>
 
 #include "core/interval.hpp"
 #include "core/spawn.hpp"
 #include "output/report.hpp"
 #include "replacement/replacement.hpp"
+#include "replay/program_file.hpp"
 #include "replay/records.hpp"
 
 namespace memkit::bench::replay {
@@ -56,8 +59,33 @@ std::vector<variant_spec> general_purpose_variants(const std::vector<std::string
   return out;
 }
 
+compiled_trace::compiled_trace(const event_list& events)
+    : path_((std::filesystem::temp_directory_path() /
+             ("memkit-bench-replay-" + std::to_string(getpid()) + ".program"))
+                .string()) {
+  const program p = compile(events);
+  const verify_result v = verify(p);
+  if (!v.ok) {
+    throw std::runtime_error("the compiled trace failed verification: " + v.error);
+  }
+  save_program(p, path_);
+  stats_ = p.stats;
+  std::ostringstream s;
+  s << stats_.events << " events, " << p.streams.size() << " threads, " << p.slots << " slots, "
+    << stats_.waits << " waits; verified " << v.checked << " operations; unknown frees "
+    << stats_.unknown_frees << ", unknown reallocs " << stats_.unknown_reallocs << ", double frees "
+    << stats_.double_frees << ", leaked " << stats_.leaked;
+  summary_ = s.str();
+}
+
+compiled_trace::~compiled_trace() {
+  std::error_code ignored;
+  std::filesystem::remove(path_, ignored);
+}
+
 std::map<std::string, std::vector<replay_result>>
-replay_in_processes(const common_options& o, const std::vector<variant_spec>& variants, bool& ok) {
+replay_in_processes(const common_options& o, const compiled_trace& trace,
+                    const std::vector<variant_spec>& variants, bool& ok) {
   std::map<std::string, std::vector<replay_result>> runs;
   std::random_device layout_seed;
   std::uniform_int_distribution<std::size_t> padding(0, max_padding);
@@ -67,10 +95,10 @@ replay_in_processes(const common_options& o, const std::vector<variant_spec>& va
                                 ("memkit-bench-replay-" + std::to_string(getpid()) + "-" +
                                  std::to_string(p) + "-" + v.allocator + ".json"))
                                    .string();
-      std::vector<std::string> args{
-          "replay",  o.trace, "--as-child",     v.allocator,
-          "--touch", o.touch, "--sample-every", std::to_string(o.sample_every),
-          "--json",  file};
+      std::vector<std::string> args{"replay",    o.trace,     "--as-child",
+                                    v.allocator, "--program", trace.path()};
+      args.insert(args.end(), {"--touch", o.touch, "--sample-every", std::to_string(o.sample_every),
+                               "--json", file});
       if (!v.routes.empty()) {
         args.insert(args.end(), {"--child-routes", v.routes});
       }

@@ -30,11 +30,34 @@ struct variant_spec {
 std::vector<variant_spec> general_purpose_variants(const std::vector<std::string>& wanted,
                                                    bool with_null, bool& ok);
 
-/// Runs `o.processes` processes of every variant, interleaved (A B C A B C ...), each a fresh
-/// layout draw, and \returns each variant's figures, one per process that succeeded. Sets `ok`
-/// false if a process failed.
+/// A trace compiled and verified once, in the parent, and saved for the children
+/// (program_file.hpp); the file goes when this does.
+class compiled_trace {
+public:
+  /// \throws std::runtime_error if the compiled program fails verification (naming where) or
+  /// cannot be saved.
+  explicit compiled_trace(const event_list& events);
+  ~compiled_trace();
+  compiled_trace(const compiled_trace&) = delete;
+  compiled_trace& operator=(const compiled_trace&) = delete;
+
+  const std::string& path() const noexcept { return path_; }
+  const compile_stats& stats() const noexcept { return stats_; }
+  /// \returns one line: events, threads, slots, waits, operations verified and the anomalies.
+  const std::string& summary() const noexcept { return summary_; }
+
+private:
+  std::string path_;
+  compile_stats stats_;
+  std::string summary_;
+};
+
+/// Runs `o.processes` processes of every variant on `trace`, interleaved (A B C A B C ...), each
+/// a fresh layout draw, and \returns each variant's figures, one per process that succeeded.
+/// Sets `ok` false if a process failed.
 std::map<std::string, std::vector<replay_result>>
-replay_in_processes(const common_options& o, const std::vector<variant_spec>& variants, bool& ok);
+replay_in_processes(const common_options& o, const compiled_trace& trace,
+                    const std::vector<variant_spec>& variants, bool& ok);
 
 /// \returns the runs of one variant as a result row of workload `workload`: an iteration is one
 /// whole replay, so p50 is the median over processes; the hash is the checksum of the stamps,

@@ -23,6 +23,7 @@
 #include "replay/advise.hpp"
 #include "replay/compile.hpp"
 #include "replay/load.hpp"
+#include "replay/program_file.hpp"
 #include "replay/replayer.hpp"
 #include "replay/routes.hpp"
 #include "replay/sites.hpp"
@@ -242,6 +243,29 @@ TEST(SlotMapping, NeedsNoMoreSlotsThanThePeakLiveCount) {
   EXPECT_EQ(big.slots, big.stats.peak_live);
   EXPECT_LT(big.slots, 2'000u); // far fewer than the 10'000 allocations
   EXPECT_TRUE(verify(big).ok) << verify(big).error;
+}
+
+TEST(ProgramFile, ReadsBackWhatItWroteAndRejectsAnythingElse) {
+  const program p = compile(synthetic_trace({5'000, 3, 2}));
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("memkit-replay-program-" + std::to_string(getpid())))
+                               .string();
+  save_program(p, path);
+  const program q = load_program(path);
+  EXPECT_EQ(q.slots, p.slots);
+  EXPECT_EQ(q.sites, p.sites);
+  EXPECT_EQ(q.stats, p.stats);
+  ASSERT_EQ(q.streams.size(), p.streams.size());
+  for (std::size_t s = 0; s < p.streams.size(); ++s) {
+    EXPECT_EQ(q.streams[s].thread, p.streams[s].thread);
+    EXPECT_EQ(q.streams[s].ops, p.streams[s].ops);
+  }
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1);
+  EXPECT_THROW(load_program(path), std::runtime_error);
+  std::ofstream(path) << "not a program";
+  EXPECT_THROW(load_program(path), std::runtime_error);
+  std::filesystem::remove(path);
+  EXPECT_THROW(load_program(path), std::runtime_error);
 }
 
 /// The number of allocation, free and realloc operations in `p`.
