@@ -66,8 +66,10 @@ int run_child(const replay_command_options& o) {
     }
   }
   // Compiled and verified by the parent: nothing is decoded or compiled here, so the heap under
-  // test holds nothing the harness freed (program_file.hpp).
-  const program p = load_program(o.program_file);
+  // test holds nothing the harness freed (program_file.hpp). Started by hand without one (to
+  // count instructions under callgrind), the child compiles the trace itself.
+  const program p =
+      o.program_file.empty() ? compile(load_events(o.c.trace)) : load_program(o.program_file);
   replay_result r;
   if (o.as_child == "null") {
     r = replay_null(p, options_of(o.c));
