@@ -4,6 +4,7 @@
 #include "replay/advise.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -51,8 +52,8 @@ void print_sites(std::ostream& out, const std::vector<site_profile>& sites) {
   out << "call sites (top by operations and by peak bytes; lifetimes in trace events; address: "
          "the innermost return address, symbolized with the trace's mappings)\n"
       << std::right << std::setw(8) << "site" << std::setw(11) << "ops" << std::setw(11)
-      << "peak KiB" << std::setw(17) << "sizes" << std::setw(7) << "kinds" << std::setw(10)
-      << "life p50" << std::setw(10) << "life p99" << std::setw(6) << "LIFO" << std::setw(6)
+      << "peak KiB" << std::setw(17) << "sizes" << std::setw(7) << "kinds" << std::setw(11)
+      << "life p50" << std::setw(11) << "life p99" << std::setw(6) << "LIFO" << std::setw(6)
       << "bulk" << std::setw(7) << "xthr"
       << "  " << std::left << std::setw(14) << "candidate"
       << "rule\n";
@@ -61,11 +62,11 @@ void print_sites(std::ostream& out, const std::vector<site_profile>& sites) {
         << (s.peak_live_bytes + 1023) / 1024 << std::setw(17)
         << (std::to_string(s.min_size) + ".." + std::to_string(s.max_size)) << std::setw(7)
         << (s.distinct_sizes > 64 ? std::string(">64") : std::to_string(s.distinct_sizes))
-        << std::setw(10) << s.lifetime_p50 << std::setw(10) << s.lifetime_p99 << std::setw(6)
-        << percent(s.lifo_share) << std::setw(6) << percent(s.bulk_share) << std::setw(7)
-        << percent(s.cross_thread_share) << std::setw(16) << hex(s.address) << "  " << std::left
-        << std::setw(14) << (s.candidate == strategy::malloc ? "-" : to_string(s.candidate))
-        << s.reason << "\n";
+        << std::setw(11) << std::llround(s.lifetime_p50) << std::setw(11)
+        << std::llround(s.lifetime_p99) << std::setw(6) << percent(s.lifo_share) << std::setw(6)
+        << percent(s.bulk_share) << std::setw(7) << percent(s.cross_thread_share) << std::setw(16)
+        << hex(s.address) << "  " << std::left << std::setw(14)
+        << (s.candidate == strategy::malloc ? "-" : to_string(s.candidate)) << s.reason << "\n";
   }
 }
 
