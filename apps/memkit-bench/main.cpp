@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/main.cpp: the command line. Batch mode (no subcommand) measures and prints
 // (batch.hpp); `serve` serves the workloads over HTTP and `load` drives such a server
-// (serve/serve.hpp).
+// (serve/serve.hpp); `replay` and `advise` work on a trace of a program's allocations
+// (replay/command.hpp).
 
 #include <iostream>
 #include <string>
@@ -13,6 +14,7 @@
 #include "core/params.hpp"
 #include "output/markdown.hpp"
 #include "output/targets.hpp"
+#include "replay/command.hpp"
 #include "serve/serve.hpp"
 
 int main(int argc, char** argv) {
@@ -127,6 +129,8 @@ int main(int argc, char** argv) {
                      "only the headline table: per workload, std, the fastest memkit variant and "
                      "the fastest peer (docs/BENCHMARKS.md)");
   markdown->add_option("--output", markdown_output, "write to FILE instead of stdout");
+  memkit::bench::replay::replay_commands rc;
+  memkit::bench::replay::add_replay_commands(app, rc);
   app.require_subcommand(0, 1);
   serve->fallthrough(); // the workload options may follow "serve"
 
@@ -136,6 +140,9 @@ int main(int argc, char** argv) {
   }
   if (*load) {
     return memkit::bench::load(lo);
+  }
+  if (const int status = memkit::bench::replay::run_replay_commands(rc); status != -1) {
+    return status;
   }
   if (*markdown) {
     return memkit::bench::write_markdown(markdown_input, headline, markdown_output);

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: BSL-1.0
+// apps/memkit-bench/replay/advise.cpp: the advisor's runs, decisions and outputs.
+
+#include "replay/advise.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "core/machine.hpp"
+#include "output/format.hpp"
+#include "output/json.hpp"
+#include "output/table.hpp"
+#include "replay/load.hpp"
+#include "replay/processes.hpp"
+#include "replay/records.hpp"
+
+namespace memkit::bench::replay {
+namespace {
+
+std::string percent(double share) { return fixed(share * 100, 0) + (share == 0 ? "" : "%"); }
+
+std::string gain_text(const ratio_interval& r) {
+  if (r.ratio == 0) {
+    return "-";
+  }
+  char buf[64];
+  if (r.known()) {
+    std::snprintf(buf, sizeof buf, "%.2fx [%.2f, %.2f]", r.ratio, r.lo, r.hi);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2fx", r.ratio);
+  }
+  return buf;
+}
+
+std::string hex(std::uint64_t address) {
+  if (address == 0) {
+    return "-";
+  }
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(address));
+  return buf;
+}
+
+void print_sites(std::ostream& out, const std::vector<site_profile>& sites) {
+  out << "call sites (top by operations and by peak bytes; lifetimes in trace events; address: "
+         "the innermost return address, symbolized with the trace's mappings)\n"
+      << std::right << std::setw(8) << "site" << std::setw(11) << "ops" << std::setw(11)
+      << "peak KiB" << std::setw(17) << "sizes" << std::setw(7) << "kinds" << std::setw(11)
+      << "life p50" << std::setw(11) << "life p99" << std::setw(6) << "LIFO" << std::setw(6)
+      << "bulk" << std::setw(7) << "xthr"
+      << "  " << std::left << std::setw(14) << "candidate"
+      << "rule\n";
+  for (const auto& s : sites) {
+    out << std::right << std::setw(8) << s.site << std::setw(11) << s.ops << std::setw(11)
+        << (s.peak_live_bytes + 1023) / 1024 << std::setw(17)
+        << (std::to_string(s.min_size) + ".." + std::to_string(s.max_size)) << std::setw(7)
+        << (s.distinct_sizes > 64 ? std::string(">64") : std::to_string(s.distinct_sizes))
+        << std::setw(11) << std::llround(s.lifetime_p50) << std::setw(11)
+        << std::llround(s.lifetime_p99) << std::setw(6) << percent(s.lifo_share) << std::setw(6)
+        << percent(s.bulk_share) << std::setw(7) << percent(s.cross_thread_share) << std::setw(16)
+        << hex(s.address) << "  " << std::left << std::setw(14)
+        << (s.candidate == strategy::malloc ? "-" : to_string(s.candidate)) << s.reason << "\n";
+  }
+}
+
+void print_advice(std::ostream& out, const std::vector<advice>& all, double time_threshold,
+                  double rss_threshold) {
+  out << "\nadvice (gain: the best general-purpose allocator's replay / the candidate's, "
+      << interval_level * 100 << " % interval over processes; kept only if the interval lies "
+      << "above " << fixed(1 + time_threshold, 2) << "x in time or " << fixed(1 + rss_threshold, 2)
+      << "x in peak RSS)\n"
+      << std::right << std::setw(8) << "site"
+      << "  " << std::left << std::setw(14) << "candidate" << std::setw(24) << "time gain"
+      << std::setw(24) << "peak RSS gain" << std::setw(22) << "advice"
+      << "why\n";
+  for (const auto& a : all) {
+    out << std::right << std::setw(8) << a.site.site << "  " << std::left << std::setw(14)
+        << (a.site.candidate == strategy::malloc ? "-" : to_string(a.site.candidate))
+        << std::setw(24) << gain_text(a.time) << std::setw(24) << gain_text(a.rss) << std::setw(22)
+        << a.verdict << a.why << "\n";
+  }
+}
+
+std::vector<double> of(const std::vector<replay_result>& runs, bool rss) {
+  std::vector<double> v;
+  for (const auto& r : runs) {
+    // A peak below a KiB (a tiny trace) counts as one, so the ratio stays finite.
+    v.push_back(rss ? std::max(1.0, static_cast<double>(r.peak_rss_kib)) : r.seconds);
+  }
+  return v;
+}
+
+} // namespace
+
+bool clears(const ratio_interval& r, double threshold) {
+  return judge(r, 1 + threshold) == verdict::above;
+}
+
+void decide(advice& a, double time_threshold, double rss_threshold) {
+  const std::string keep = "keep " + a.baseline;
+  if (a.site.candidate == strategy::malloc) {
+    a.use = false;
+    a.verdict = keep;
+    a.why = a.site.reason.empty() ? "no candidate" : a.site.reason;
+    return;
+  }
+  const bool faster = clears(a.time, time_threshold);
+  const bool smaller = clears(a.rss, rss_threshold);
+  a.use = faster || smaller;
+  a.verdict = a.use ? "use " + to_string(a.site.candidate) : keep;
+  if (a.use) {
+    a.why = faster && smaller ? "faster and smaller" : faster ? "faster" : "smaller";
+  } else if (!a.time.known()) {
+    a.why = "no interval (needs 2 or more processes)";
+  } else {
+    a.why = "gain not above the thresholds";
+  }
+}
+
+int run_advise(const advise_command_options& o) {
+  std::vector<site_profile> sites;
+  std::unique_ptr<compiled_trace> trace;
+  {
+    std::map<std::uint32_t, std::uint64_t> addresses;
+    const event_list events = load_events(o.c.trace, &addresses);
+    sites = top_sites(profile_sites(events), o.top);
+    for (auto& s : sites) {
+      const auto it = addresses.find(s.site);
+      s.address = it == addresses.end() ? 0 : it->second;
+    }
+    trace = std::make_unique<compiled_trace>(events);
+  }
+  const compile_stats& stats = trace->stats();
+  std::cerr << "memkit-bench: " << o.c.trace << ": " << trace->summary() << "\n";
+  print_sites(std::cout, sites);
+
+  bool ok = true;
+  const std::vector<variant_spec> general = general_purpose_variants(o.c.allocators, false, ok);
+  if (!ok) {
+    return 2;
+  }
+  const auto first = replay_in_processes(o.c, *trace, general, ok);
+  const variant_spec* best = nullptr;
+  double best_time = std::numeric_limits<double>::infinity();
+  std::vector<result> rows;
+  for (const auto& v : general) {
+    const auto it = first.find(v.name);
+    if (it == first.end() || it->second.empty()) {
+      continue;
+    }
+    rows.push_back(to_row("advise " + o.c.trace + ": general purpose", v.name, it->second, stats));
+    if (const double t = median_of(it->second, &replay_result::seconds); t < best_time) {
+      best_time = t;
+      best = &v;
+    }
+  }
+  if (best == nullptr) {
+    std::cerr << "memkit-bench: ERROR: no general-purpose allocator replayed the trace\n";
+    return 1;
+  }
+
+  // The candidates run interleaved with the best allocator again, so they are compared with
+  // processes that ran at the same time.
+  std::vector<variant_spec> round{*best};
+  std::vector<advice> all;
+  for (const auto& s : sites) {
+    advice a;
+    a.site = s;
+    a.baseline = best->name;
+    if (s.candidate != strategy::malloc) {
+      const std::string routes = to_string(policy_map{{s.site, s.candidate}});
+      a.variant = best->name + "+" + routes;
+      round.push_back({a.variant, best->allocator, best->library, routes});
+    }
+    all.push_back(a);
+  }
+  const auto second = round.size() > 1 ? replay_in_processes(o.c, *trace, round, ok)
+                                       : std::map<std::string, std::vector<replay_result>>{};
+  for (const auto& v : round) {
+    if (const auto it = second.find(v.name); it != second.end() && !it->second.empty()) {
+      rows.push_back(to_row("advise " + o.c.trace + ": candidates on " + best->name, v.name,
+                            it->second, stats));
+    }
+  }
+  const auto base = second.find(best->name);
+  for (auto& a : all) {
+    const auto it = a.variant.empty() ? second.end() : second.find(a.variant);
+    if (it != second.end() && base != second.end() && !it->second.empty()) {
+      a.time = speedup_interval(of(base->second, false), of(it->second, false));
+      a.rss = speedup_interval(of(base->second, true), of(it->second, true));
+    }
+    decide(a, o.time_threshold, o.rss_threshold);
+  }
+  const run_info info = check_rows(
+      rows, o.c,
+      {{"top", o.top}, {"time_threshold", o.time_threshold}, {"rss_threshold", o.rss_threshold}},
+      ok);
+  std::cout << "\n";
+  print_tables(std::cout, rows, info);
+  print_advice(std::cout, all, o.time_threshold, o.rss_threshold);
+  nlohmann::json doc = to_json(rows, info, {});
+  nlohmann::json advice_json = nlohmann::json::array();
+  for (const auto& a : all) {
+    advice_json.push_back({{"site", a.site},
+                           {"baseline", a.baseline},
+                           {"variant", a.variant},
+                           {"time_gain", a.time.ratio},
+                           {"time_gain_lo", a.time.lo},
+                           {"time_gain_hi", a.time.hi},
+                           {"rss_gain", a.rss.ratio},
+                           {"rss_gain_lo", a.rss.lo},
+                           {"rss_gain_hi", a.rss.hi},
+                           {"use", a.use},
+                           {"verdict", a.verdict},
+                           {"why", a.why}});
+  }
+  doc["advice"] = {{"trace", o.c.trace},
+                   {"compile", stats},
+                   {"best_general_purpose", best->name},
+                   {"time_threshold", o.time_threshold},
+                   {"rss_threshold", o.rss_threshold},
+                   {"sites", advice_json}};
+  write_outputs(doc, o.c, ok);
+  return ok ? 0 : 1;
+}
+
+} // namespace memkit::bench::replay

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: BSL-1.0
+// apps/memkit-bench/replay/advise.hpp: the advisor: per top call site, its candidate strategy
+// replayed against the best general-purpose allocator on the same trace, kept only if the
+// measured gain clears a threshold with its interval (docs/TRACE.md, "Advice").
+#pragma once
+
+#include <string>
+
+#include "core/interval.hpp"
+#include "replay/command.hpp"
+#include "replay/sites.hpp"
+
+namespace memkit::bench::replay {
+
+/// One site's advice.
+struct advice {
+  site_profile site;
+  std::string baseline; ///< the best general-purpose allocator: the one to beat
+  std::string variant;  ///< the candidate's replay variant, "" when there was no candidate
+  ratio_interval time;  ///< baseline's replay time / the candidate's, over processes
+  ratio_interval rss;   ///< baseline's peak RSS / the candidate's
+  bool use = false;     ///< the candidate cleared a threshold
+  std::string verdict;  ///< "use arena" or "keep mimalloc"
+  std::string why;      ///< the gain that cleared, or what fell short
+};
+
+/// \returns whether `r`'s interval lies wholly above 1 + `threshold`: a gain measured, not a
+/// guess (core/interval.hpp).
+bool clears(const ratio_interval& r, double threshold);
+
+/// \effects fills `a.use`, `a.verdict` and `a.why` from its intervals and the thresholds.
+void decide(advice& a, double time_threshold, double rss_threshold);
+
+/// Runs `memkit-bench advise`. \returns the exit status (command.hpp).
+int run_advise(const advise_command_options& o);
+
+} // namespace memkit::bench::replay

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: BSL-1.0
+// apps/memkit-bench/replay/replayer.cpp: the replay loop, one thread per stream, over a backend
+// (malloc with routes, or the null allocator).
+
+#include "replay/replayer.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include <memkit/config.hpp>
+
+#include "core/measure.hpp"
+
+namespace memkit::bench::replay {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+/// A block of the replay: 32 bytes a slot, so slots cost 32 bytes per block of peak live count.
+struct slot {
+  void* p = nullptr;
+  std::uint64_t size = 0;
+  std::uint64_t stamp = 0;
+  std::uint32_t route = 0;
+  std::uint32_t align_log2 = 0;
+};
+
+/// How far a stream is: its own cache line, written only by its thread.
+struct alignas(64) progress {
+  std::atomic<std::uint64_t> done{0};
+};
+
+/// What one thread measured: its own cache lines.
+struct alignas(64) thread_figures {
+  std::vector<float> samples_ns;
+  std::uint64_t ops = 0;
+  std::uint64_t errors = 0;
+  std::uint64_t checksum = 0;
+};
+
+/// \returns a stamp for the block the `index`th operation of stream `s` allocates: distinct per
+/// allocation, never 0 (splitmix64's finalizer).
+std::uint64_t stamp_of(std::uint32_t s, std::uint64_t index) noexcept {
+  std::uint64_t z = (std::uint64_t{s} << 40) + index + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return z == 0 ? 1 : z;
+}
+
+std::size_t alignment_of(std::uint32_t align_log2) noexcept {
+  return align_log2 == 0 ? default_alignment
+                         : std::max(std::size_t{1} << align_log2, default_alignment);
+}
+
+[[noreturn]] void out_of_memory(std::uint64_t size) {
+  std::fprintf(stderr, "memkit-bench replay: out of memory allocating %llu bytes\n",
+               static_cast<unsigned long long>(size));
+  std::abort();
+}
+
+/// The process's malloc, with the routed sites on their strategies.
+class routed_backend {
+public:
+  static constexpr bool checks = true;
+  explicit routed_backend(router& r) noexcept : r_(r) {}
+
+  void allocate(std::uint32_t, slot& s, std::uint64_t size, std::uint32_t align_log2,
+                std::uint32_t site) {
+    s.align_log2 = align_log2;
+    s.route = r_.route_of(site);
+    s.p = s.route != 0 ? r_.target(s.route).allocate(size, alignment_of(align_log2)) : nullptr;
+    if (s.p == nullptr) {
+      s.route = 0;
+      s.p = from_malloc(size, align_log2);
+    }
+  }
+  void release(std::uint32_t, slot& s) noexcept {
+    if (s.route == 0) {
+      std::free(s.p);
+    } else {
+      r_.target(s.route).deallocate(s.p, s.size, alignment_of(s.align_log2));
+    }
+  }
+  void reallocate(std::uint32_t stream, slot& s, std::uint64_t size, std::uint32_t site) {
+    if (s.route == 0 && s.align_log2 == 0 && r_.route_of(site) == 0) {
+      // realloc(p, 0) would free p in glibc: a block of the trace's realloc(p, 0) that returned
+      // a block stays one.
+      void* q = std::realloc(s.p, std::max<std::uint64_t>(size, 1));
+      if (q == nullptr) {
+        out_of_memory(size);
+      }
+      s.p = q;
+      return;
+    }
+    slot old = s;
+    allocate(stream, s, size, old.align_log2, site);
+    std::memcpy(s.p, old.p, std::min(old.size, size));
+    release(stream, old);
+  }
+
+private:
+  static void* from_malloc(std::uint64_t size, std::uint32_t align_log2) {
+    void* p = nullptr;
+    if (align_log2 == 0 || alignment_of(align_log2) == default_alignment) {
+      p = std::malloc(size);
+    } else if (posix_memalign(&p, alignment_of(align_log2), size) != 0) {
+      p = nullptr;
+    }
+    if (p == nullptr && size != 0) {
+      out_of_memory(size);
+    }
+    return p;
+  }
+
+  router& r_;
+};
+
+/// The null allocator: per stream, a bump pointer through a ring that wraps around; frees cost
+/// nothing. The ring is small (4 MiB, or twice the largest request) and written before the
+/// replay starts, so the replay pays no page faults for it and its time is the harness's: the
+/// loop, waits, stamps and touches. Blocks overlap once a ring wraps, so stamps are not checked.
+class null_backend {
+public:
+  static constexpr bool checks = false;
+  null_backend(std::size_t streams, std::uint64_t max_size)
+      : ring_bytes_(std::max<std::size_t>(std::size_t{4} << 20, 2 * max_size + 4096)),
+        rings_(streams) {
+    for (auto& r : rings_) {
+      void* base = mmap(nullptr, ring_bytes_, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (base == MAP_FAILED) {
+        out_of_memory(ring_bytes_);
+      }
+      r.base = static_cast<char*>(base);
+      std::memset(r.base, 0, ring_bytes_);
+    }
+  }
+  ~null_backend() {
+    for (auto& r : rings_) {
+      munmap(r.base, ring_bytes_);
+    }
+  }
+  null_backend(const null_backend&) = delete;
+  null_backend& operator=(const null_backend&) = delete;
+
+  void allocate(std::uint32_t stream, slot& s, std::uint64_t size, std::uint32_t align_log2,
+                std::uint32_t) noexcept {
+    ring& r = rings_[stream];
+    const std::size_t a = alignment_of(align_log2);
+    std::size_t at = (r.cursor + a - 1) & ~(a - 1);
+    if (at + size > ring_bytes_) {
+      at = 0;
+    }
+    r.cursor = at + size;
+    s.p = r.base + at;
+  }
+  void release(std::uint32_t, slot&) noexcept {}
+  void reallocate(std::uint32_t stream, slot& s, std::uint64_t size, std::uint32_t site) noexcept {
+    const slot old = s;
+    allocate(stream, s, size, old.align_log2, site);
+    std::memmove(s.p, old.p, std::min(old.size, size));
+  }
+
+private:
+  struct alignas(64) ring {
+    char* base = nullptr;
+    std::size_t cursor = 0;
+  };
+  std::size_t ring_bytes_;
+  std::vector<ring> rings_;
+};
+
+/// Writes the stamp and, per `t`, one byte a page or a cache line beyond it.
+void write_block(const slot& s, touch_mode t) noexcept {
+  auto* p = static_cast<char*>(s.p);
+  if (s.size >= sizeof s.stamp) {
+    std::memcpy(p, &s.stamp, sizeof s.stamp);
+  }
+  const std::size_t step = t == touch_mode::page ? 4096 : t == touch_mode::line ? 64 : 0;
+  if (step != 0) {
+    for (std::size_t i = step; i < s.size; i += step) {
+      p[i] = 1;
+    }
+  }
+}
+
+/// Checks the stamp of `s` and adds it to the checksum; `Reads` false (the null allocator): adds
+/// the stamp expected, so the checksum is every allocator's.
+template <bool Reads>
+void check_block(const slot& s, thread_figures& f) noexcept {
+  if (!Reads) {
+    f.checksum += s.size >= sizeof s.stamp ? s.stamp : 0;
+  } else if (s.size >= sizeof s.stamp) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, s.p, sizeof v);
+    if (v == s.stamp) {
+      f.checksum += v;
+    } else {
+      ++f.errors;
+    }
+  }
+}
+
+/// Waits until `done` reaches `count`: spins briefly, then yields, since the replay may run more
+/// threads than there are cores.
+void wait_for(const std::atomic<std::uint64_t>& done, std::uint64_t count) noexcept {
+  for (unsigned spins = 0; done.load(std::memory_order_acquire) < count; ++spins) {
+    if (spins >= 64) {
+      std::this_thread::yield();
+    }
+  }
+}
+
+template <class Backend>
+struct replay_run {
+  const program& p;
+  Backend& b;
+  const replay_options& o;
+  std::vector<slot> slots;
+  std::vector<progress> done;
+  std::vector<thread_figures> figures;
+  std::atomic<bool> go{false};
+
+  replay_run(const program& prog, Backend& backend, const replay_options& opts)
+      : p(prog), b(backend), o(opts), slots(prog.slots), done(prog.streams.size()),
+        figures(prog.streams.size()) {
+    for (std::size_t s = 0; s < p.streams.size(); ++s) {
+      const std::size_t n = p.streams[s].ops.size();
+      figures[s].samples_ns.reserve(o.sample_every == 0 ? 0 : n / o.sample_every + 1);
+    }
+  }
+
+  void execute(std::uint32_t si, std::uint64_t i, const op& x, thread_figures& f) {
+    slot& s = slots[x.slot];
+    switch (x.kind) {
+    case op_kind::alloc:
+      s.size = x.arg;
+      b.allocate(si, s, x.arg, x.align_log2, x.site);
+      s.stamp = stamp_of(si, i);
+      write_block(s, o.touch);
+      break;
+    case op_kind::free:
+      check_block<Backend::checks>(s, f);
+      b.release(si, s);
+      s.p = nullptr;
+      break;
+    case op_kind::realloc: {
+      b.reallocate(si, s, x.arg, x.site);
+      const std::uint64_t old_size = s.size;
+      s.size = x.arg;
+      if (std::min(old_size, s.size) >= sizeof s.stamp) {
+        check_block<Backend::checks>(s, f);
+      }
+      write_block(s, o.touch);
+      break;
+    }
+    case op_kind::wait:
+      break;
+    }
+  }
+
+  void run_stream(std::uint32_t si) {
+    while (!go.load(std::memory_order_acquire)) {
+      std::this_thread::yield();
+    }
+    thread_figures& f = figures[si];
+    const auto& ops = p.streams[si].ops;
+    std::uint32_t countdown = o.sample_every;
+    for (std::uint64_t i = 0; i < ops.size(); ++i) {
+      const op& x = ops[i];
+      if (x.kind == op_kind::wait) {
+        wait_for(done[x.slot].done, x.arg);
+      } else if (o.sample_every != 0 && --countdown == 0) {
+        countdown = o.sample_every;
+        const auto start = clock::now();
+        execute(si, i, x, f);
+        const auto stop = clock::now();
+        f.samples_ns.push_back(
+            static_cast<float>(std::chrono::duration<double, std::nano>(stop - start).count()));
+        ++f.ops;
+      } else {
+        execute(si, i, x, f);
+        ++f.ops;
+      }
+      done[si].done.store(i + 1, std::memory_order_release);
+    }
+  }
+
+  replay_result run() {
+    replay_result r;
+    reset_peak_rss();
+    const std::size_t rss_before = rss_kib();
+    std::vector<std::thread> threads;
+    threads.reserve(p.streams.size());
+    for (std::uint32_t s = 0; s < p.streams.size(); ++s) {
+      threads.emplace_back([this, s] { run_stream(s); });
+    }
+    const auto start = clock::now();
+    go.store(true, std::memory_order_release);
+    for (auto& t : threads) {
+      t.join();
+    }
+    r.seconds = std::chrono::duration<double>(clock::now() - start).count();
+    const std::size_t peak = peak_rss_kib();
+    r.peak_rss_kib = peak > rss_before ? peak - rss_before : 0;
+    // The blocks the trace never freed go back untimed, so a routed strategy can be destroyed.
+    for (auto& s : slots) {
+      if (s.p != nullptr) {
+        b.release(0, s);
+      }
+    }
+    std::vector<float> all;
+    for (const auto& f : figures) {
+      r.ops += f.ops;
+      r.content_errors += f.errors;
+      r.checksum += f.checksum;
+      all.insert(all.end(), f.samples_ns.begin(), f.samples_ns.end());
+    }
+    r.samples = all.size();
+    if (!all.empty()) {
+      const auto at = [&all](double q) {
+        const auto k = static_cast<std::size_t>(q * static_cast<double>(all.size() - 1));
+        std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end());
+        return static_cast<double>(all[k]);
+      };
+      r.op_p50_ns = at(0.50);
+      r.op_p99_ns = at(0.99);
+    }
+    return r;
+  }
+};
+
+} // namespace
+
+std::string to_string(touch_mode t) {
+  return t == touch_mode::none ? "none" : t == touch_mode::page ? "page" : "line";
+}
+
+std::optional<touch_mode> parse_touch(const std::string& name) {
+  for (const touch_mode t : {touch_mode::none, touch_mode::page, touch_mode::line}) {
+    if (to_string(t) == name) {
+      return t;
+    }
+  }
+  return std::nullopt;
+}
+
+replay_result replay_routed(const program& p, router& routes, const replay_options& o) {
+  routed_backend b(routes);
+  return replay_run<routed_backend>(p, b, o).run();
+}
+
+replay_result replay_null(const program& p, const replay_options& o) {
+  null_backend b(p.streams.size(), p.stats.max_size);
+  return replay_run<null_backend>(p, b, o).run();
+}
+
+} // namespace memkit::bench::replay

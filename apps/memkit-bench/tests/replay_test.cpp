@@ -1,0 +1,523 @@
+// SPDX-License-Identifier: BSL-1.0
+// apps/memkit-bench/tests/replay_test.cpp: the causal compiler on hand-written multi-thread event
+// lists whose orders are known (a cross-thread free, a realloc chain across threads, slot reuse
+// across threads), the verifier (unknown pointers, double frees, programs it must reject), the
+// slot bound, replays against this process's malloc and the strategies with every block's
+// contents checked, the advice on the synthetic trace whose right answers are known, and recorded
+// trace files read through the trace reader (in time order, cut and corrupted files).
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <vector>
+
+#include <memkit/trace.hpp>
+
+#include "replay/advise.hpp"
+#include "replay/compile.hpp"
+#include "replay/load.hpp"
+#include "replay/program_file.hpp"
+#include "replay/replayer.hpp"
+#include "replay/routes.hpp"
+#include "replay/sites.hpp"
+#include "replay/synthetic.hpp"
+
+namespace memkit::bench::replay {
+namespace {
+
+/// Events built in order, timestamps increasing.
+class trace_builder {
+public:
+  trace_builder& alloc(std::uint32_t thread, std::uint64_t ptr, std::uint64_t size,
+                       std::uint32_t site = 1) {
+    event e;
+    e.kind = event_kind::alloc;
+    e.thread = thread;
+    e.result = ptr;
+    e.size = size;
+    e.site = site;
+    return add(e);
+  }
+  trace_builder& free(std::uint32_t thread, std::uint64_t ptr) {
+    event e;
+    e.kind = event_kind::free;
+    e.thread = thread;
+    e.ptr = ptr;
+    return add(e);
+  }
+  trace_builder& realloc(std::uint32_t thread, std::uint64_t ptr, std::uint64_t result,
+                         std::uint64_t size, std::uint32_t site = 2) {
+    event e;
+    e.kind = event_kind::realloc;
+    e.thread = thread;
+    e.ptr = ptr;
+    e.result = result;
+    e.size = size;
+    e.site = site;
+    return add(e);
+  }
+  const event_list& events() const { return events_; }
+
+private:
+  trace_builder& add(event e) {
+    e.time = events_.size() + 1;
+    events_.push_back(e);
+    return *this;
+  }
+  event_list events_;
+};
+
+op alloc_op(std::uint32_t slot, std::uint64_t size, std::uint32_t site) {
+  return {size, slot, site, op_kind::alloc, 0};
+}
+op free_op(std::uint32_t slot) { return {0, slot, 0, op_kind::free, 0}; }
+op realloc_op(std::uint32_t slot, std::uint64_t size, std::uint32_t site) {
+  return {size, slot, site, op_kind::realloc, 0};
+}
+op wait_op(std::uint32_t stream, std::uint64_t done) { return {done, stream, 0, op_kind::wait, 0}; }
+
+TEST(CausalCompiler, MakesACrossThreadFreeWaitForItsAllocation) {
+  trace_builder t;
+  t.alloc(7, 0x100, 40).alloc(7, 0x200, 8).free(9, 0x100).free(7, 0x200);
+  const program p = compile(t.events());
+  ASSERT_EQ(p.streams.size(), 2u);
+  EXPECT_EQ(p.streams[0].thread, 7u);
+  EXPECT_EQ(p.streams[1].thread, 9u);
+  EXPECT_EQ(p.streams[0].ops, (std::vector<op>{alloc_op(0, 40, 0), alloc_op(1, 8, 0), free_op(1)}));
+  // Thread 9 frees the first block: it waits for thread 7's first operation, no more.
+  EXPECT_EQ(p.streams[1].ops, (std::vector<op>{wait_op(0, 1), free_op(0)}));
+  EXPECT_EQ(p.stats.cross_thread, 1u);
+  EXPECT_EQ(p.stats.waits, 1u);
+  EXPECT_TRUE(verify(p).ok) << verify(p).error;
+}
+
+TEST(CausalCompiler, AddsNoWaitWhereBlocksStayOnTheirThread) {
+  trace_builder t;
+  t.alloc(1, 0x10, 16)
+      .alloc(2, 0x20, 16)
+      .free(1, 0x10)
+      .free(2, 0x20)
+      .alloc(2, 0x30, 16)
+      .free(2, 0x30);
+  const program p = compile(t.events());
+  EXPECT_EQ(p.stats.waits, 0u);
+  EXPECT_EQ(p.stats.cross_thread, 0u);
+  for (const auto& s : p.streams) {
+    EXPECT_TRUE(std::none_of(s.ops.begin(), s.ops.end(),
+                             [](const op& o) { return o.kind == op_kind::wait; }));
+  }
+  EXPECT_TRUE(verify(p).ok);
+}
+
+TEST(CausalCompiler, OrdersAReallocChainAcrossThreads) {
+  // Thread 1 allocates and grows a buffer, thread 2 grows it again (moving it), thread 1 frees
+  // the moved block: each step waits for the one before it on the other thread.
+  trace_builder t;
+  t.alloc(1, 0xa0, 16, 5)
+      .realloc(1, 0xa0, 0xb0, 64, 6)
+      .realloc(2, 0xb0, 0xc0, 256, 7)
+      .free(1, 0xc0);
+  const program p = compile(t.events());
+  ASSERT_EQ(p.streams.size(), 2u);
+  EXPECT_EQ(p.streams[0].ops,
+            (std::vector<op>{alloc_op(0, 16, 0), realloc_op(0, 64, 1), wait_op(1, 2), free_op(0)}));
+  EXPECT_EQ(p.streams[1].ops, (std::vector<op>{wait_op(0, 2), realloc_op(0, 256, 2)}));
+  EXPECT_EQ(p.sites, (std::vector<std::uint32_t>{5, 6, 7}));
+  EXPECT_EQ(p.stats.cross_thread, 2u);
+  EXPECT_EQ(p.stats.peak_live_bytes, 256u);
+  EXPECT_TRUE(verify(p).ok) << verify(p).error;
+}
+
+TEST(CausalCompiler, WaitsOnceForSeveralBlocksOfTheSameThread) {
+  trace_builder t;
+  t.alloc(1, 0x1, 8).alloc(1, 0x2, 8).free(2, 0x2).free(2, 0x1);
+  const program p = compile(t.events());
+  EXPECT_EQ(p.streams[1].ops, (std::vector<op>{wait_op(0, 2), free_op(1), free_op(0)}));
+}
+
+TEST(CausalCompiler, ReusesASlotFreedOnAnotherThreadOnlyAfterThatFree) {
+  // Thread 2 frees thread 1's block; thread 3's allocation takes the freed slot and must wait
+  // for thread 2's free, which the trace put before it.
+  trace_builder t;
+  t.alloc(1, 0x1, 8).free(2, 0x1).alloc(3, 0x2, 8).free(3, 0x2);
+  const program p = compile(t.events());
+  EXPECT_EQ(p.slots, 1u);
+  EXPECT_EQ(p.streams[2].ops, (std::vector<op>{wait_op(1, 2), alloc_op(0, 8, 0), free_op(0)}));
+  EXPECT_TRUE(verify(p).ok) << verify(p).error;
+}
+
+TEST(CausalCompiler, TurnsReallocEdgeCasesIntoAllocationsAndFrees) {
+  trace_builder t;
+  t.realloc(1, 0, 0x10, 32)       // realloc(NULL, 32): an allocation
+      .realloc(1, 0x10, 0, 100)   // failed: the block lives on
+      .realloc(1, 0x10, 0, 0)     // realloc(p, 0) returning NULL: a free
+      .realloc(1, 0x77, 0x20, 16) // of a block from before recording: an allocation
+      .free(1, 0x20);
+  const program p = compile(t.events());
+  EXPECT_EQ(p.streams[0].ops,
+            (std::vector<op>{alloc_op(0, 32, 0), free_op(0), alloc_op(0, 16, 0), free_op(0)}));
+  EXPECT_EQ(p.stats.failed_reallocs, 1u);
+  EXPECT_EQ(p.stats.unknown_reallocs, 1u);
+}
+
+TEST(Verifier, CountsUnknownPointersAndDoubleFreesInsteadOfReplayingThem) {
+  trace_builder t;
+  t.free(1, 0xdead) // allocated before recording started
+      .alloc(1, 0x10, 8)
+      .free(1, 0x10)
+      .free(2, 0x10) // a double free, on another thread
+      .free(1, 0);   // free(NULL)
+  const program p = compile(t.events());
+  EXPECT_EQ(p.stats.unknown_frees, 1u);
+  EXPECT_EQ(p.stats.double_frees, 1u);
+  EXPECT_EQ(p.stats.leaked, 0u);
+  EXPECT_EQ(p.streams[0].ops, (std::vector<op>{alloc_op(0, 8, 0), free_op(0)}));
+  EXPECT_TRUE(p.streams[1].ops.empty());
+  const verify_result v = verify(p);
+  EXPECT_TRUE(v.ok) << v.error;
+  EXPECT_EQ(v.checked, 2u);
+}
+
+TEST(Verifier, CountsABlockAllocatedAgainWithoutItsFreeAndFreesIt) {
+  trace_builder t;
+  t.alloc(1, 0x10, 8).alloc(1, 0x10, 24).free(1, 0x10);
+  const program p = compile(t.events());
+  EXPECT_EQ(p.stats.reused_live, 1u);
+  EXPECT_EQ(p.streams[0].ops,
+            (std::vector<op>{alloc_op(0, 8, 0), free_op(0), alloc_op(0, 24, 0), free_op(0)}));
+  EXPECT_TRUE(verify(p).ok);
+}
+
+program two_streams(std::vector<op> a, std::vector<op> b, std::uint32_t slots) {
+  program p;
+  p.streams = {{1, std::move(a)}, {2, std::move(b)}};
+  p.slots = slots;
+  return p;
+}
+
+TEST(Verifier, RejectsAFreeWithoutAWaitForItsAllocation) {
+  const verify_result v = verify(two_streams({alloc_op(0, 8, 0)}, {free_op(0)}, 1));
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.error.find("without waiting"), std::string::npos) << v.error;
+}
+
+TEST(Verifier, RejectsAFreeOfAnEmptySlotAndAnAllocationIntoALiveOne) {
+  EXPECT_FALSE(verify(two_streams({free_op(0)}, {}, 1)).ok);
+  EXPECT_FALSE(verify(two_streams({alloc_op(0, 8, 0), alloc_op(0, 8, 0)}, {}, 1)).ok);
+  EXPECT_FALSE(verify(two_streams({alloc_op(3, 8, 0)}, {}, 1)).ok); // slot out of range
+}
+
+TEST(Verifier, RejectsWaitsThatNeverEnd) {
+  // Each stream waits for the other: a cycle.
+  const verify_result cycle = verify(
+      two_streams({wait_op(1, 1), alloc_op(0, 8, 0)}, {wait_op(0, 1), alloc_op(1, 8, 0)}, 2));
+  EXPECT_FALSE(cycle.ok);
+  EXPECT_NE(cycle.error.find("for ever"), std::string::npos) << cycle.error;
+  // A wait for more operations than the stream has.
+  EXPECT_FALSE(verify(two_streams({alloc_op(0, 8, 0)}, {wait_op(0, 5)}, 1)).ok);
+}
+
+TEST(SlotMapping, NeedsNoMoreSlotsThanThePeakLiveCount) {
+  trace_builder t;
+  for (std::uint64_t round = 0; round < 3; ++round) {
+    for (std::uint64_t i = 1; i <= 4; ++i) {
+      t.alloc(static_cast<std::uint32_t>(i % 2), round * 100 + i, 8);
+    }
+    for (std::uint64_t i = 1; i <= 4; ++i) {
+      t.free(static_cast<std::uint32_t>((i + round) % 2), round * 100 + i);
+    }
+  }
+  const program small = compile(t.events());
+  EXPECT_EQ(small.stats.peak_live, 4u);
+  EXPECT_EQ(small.slots, 4u);
+  EXPECT_TRUE(verify(small).ok) << verify(small).error;
+
+  const program big = compile(synthetic_trace({20'000, 3, 7}));
+  EXPECT_EQ(big.slots, big.stats.peak_live);
+  EXPECT_LT(big.slots, 2'000u); // far fewer than the 10'000 allocations
+  EXPECT_TRUE(verify(big).ok) << verify(big).error;
+}
+
+TEST(ProgramFile, ReadsBackWhatItWroteAndRejectsAnythingElse) {
+  const program p = compile(synthetic_trace({5'000, 3, 2}));
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("memkit-replay-program-" + std::to_string(getpid())))
+                               .string();
+  save_program(p, path);
+  const program q = load_program(path);
+  EXPECT_EQ(q.slots, p.slots);
+  EXPECT_EQ(q.sites, p.sites);
+  EXPECT_EQ(q.stats, p.stats);
+  ASSERT_EQ(q.streams.size(), p.streams.size());
+  for (std::size_t s = 0; s < p.streams.size(); ++s) {
+    EXPECT_EQ(q.streams[s].thread, p.streams[s].thread);
+    EXPECT_EQ(q.streams[s].ops, p.streams[s].ops);
+  }
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1);
+  EXPECT_THROW(load_program(path), std::runtime_error);
+  std::ofstream(path) << "not a program";
+  EXPECT_THROW(load_program(path), std::runtime_error);
+  std::filesystem::remove(path);
+  EXPECT_THROW(load_program(path), std::runtime_error);
+}
+
+/// The number of allocation, free and realloc operations in `p`.
+std::uint64_t calls(const program& p) {
+  std::uint64_t n = 0;
+  for (const auto& s : p.streams) {
+    n += static_cast<std::uint64_t>(std::count_if(
+        s.ops.begin(), s.ops.end(), [](const op& o) { return o.kind != op_kind::wait; }));
+  }
+  return n;
+}
+
+TEST(Replay, ReplaysASyntheticTraceAgainstMallocWithEveryBlocksContentsIntact) {
+  const program p = compile(synthetic_trace({20'000, 3, 11}));
+  ASSERT_TRUE(verify(p).ok);
+  ASSERT_GT(p.stats.cross_thread, 0u);
+  router none(p, {});
+  const replay_result r = replay_routed(p, none, {touch_mode::line, 16});
+  EXPECT_EQ(r.ops, calls(p));
+  EXPECT_EQ(r.content_errors, 0u);
+  EXPECT_NE(r.checksum, 0u);
+  EXPECT_GT(r.samples, 0u);
+  EXPECT_LE(r.op_p50_ns, r.op_p99_ns);
+  // The null allocator does the same operations and adds the same stamps.
+  const replay_result null = replay_null(p, {touch_mode::page, 16});
+  EXPECT_EQ(null.ops, r.ops);
+  EXPECT_EQ(null.checksum, r.checksum);
+}
+
+TEST(Replay, KeepsContentsThroughAReallocChainAcrossThreads) {
+  trace_builder t;
+  for (std::uint64_t i = 0; i < 50; ++i) {
+    const std::uint64_t a = 0x1000 + i * 16;
+    t.alloc(1, a, 24)
+        .realloc(1, a, a + 1, 4000)
+        .realloc(2, a + 1, a + 2, 100'000)
+        .realloc(1, a + 2, a + 3, 16);
+    t.free(2, a + 3);
+  }
+  const program p = compile(t.events());
+  ASSERT_TRUE(verify(p).ok) << verify(p).error;
+  for (const auto& policy : {policy_map{}, policy_map{{2, strategy::multipool}},
+                             policy_map{{all_sites, strategy::thread_cached}}}) {
+    router routes(p, policy);
+    const replay_result r = replay_routed(p, routes, {touch_mode::page, 4});
+    EXPECT_EQ(r.content_errors, 0u) << to_string(policy);
+    EXPECT_EQ(r.ops, 250u);
+    EXPECT_EQ(r.checksum, replay_null(p, {}).checksum) << to_string(policy);
+  }
+}
+
+TEST(Replay, RoutesSitesToEveryStrategyWithContentsIntact) {
+  // One thread: the strategies run without locks, as each site's advice would use them.
+  const event_list events = synthetic_trace({20'000, 1, 3});
+  const program p = compile(events);
+  const std::uint64_t expected = replay_null(p, {}).checksum;
+  const policy_map policies[] = {
+      {{lifo_site, strategy::stack}, {bulk_site, strategy::arena}},
+      {{long_lived_site, strategy::huge_page}, {handoff_site, strategy::pool}},
+      {{all_sites, strategy::multipool}},
+      {{churn_site, strategy::thread_cached}, {all_sites, strategy::pool}}};
+  for (const auto& policy : policies) {
+    router routes(p, policy);
+    const replay_result r = replay_routed(p, routes, {touch_mode::page, 64});
+    EXPECT_EQ(r.content_errors, 0u) << to_string(policy);
+    EXPECT_EQ(r.checksum, expected) << to_string(policy);
+  }
+}
+
+TEST(Advice, FindsTheKnownPatternOfEverySyntheticSite) {
+  const std::vector<site_profile> sites = profile_sites(synthetic_trace({60'000, 2, 5}));
+  const auto find = [&](std::uint32_t id) {
+    const auto it = std::find_if(sites.begin(), sites.end(),
+                                 [id](const site_profile& s) { return s.site == id; });
+    EXPECT_NE(it, sites.end()) << id;
+    return it == sites.end() ? site_profile{} : *it;
+  };
+  const site_profile lifo = find(lifo_site);
+  EXPECT_EQ(lifo.lifo_share, 1.0);
+  EXPECT_EQ(lifo.candidate, strategy::stack);
+  const site_profile bulk = find(bulk_site + 1);
+  EXPECT_EQ(bulk.bulk_share, 1.0);
+  EXPECT_LT(bulk.lifo_share, 0.5);
+  EXPECT_EQ(bulk.candidate, strategy::arena);
+  const site_profile lasting = find(long_lived_site);
+  EXPECT_EQ(lasting.min_size, 1u << 20);
+  EXPECT_EQ(lasting.candidate, strategy::huge_page);
+  const site_profile handoff = find(handoff_site);
+  EXPECT_EQ(handoff.cross_thread_share, 1.0);
+  EXPECT_EQ(handoff.candidate, strategy::thread_cached);
+  const site_profile churn = find(churn_site);
+  EXPECT_GT(churn.distinct_sizes, 64u);
+  EXPECT_EQ(churn.candidate, strategy::multipool);
+  // The histogram counts every allocation once.
+  std::uint64_t counted = 0;
+  for (const auto n : churn.size_histogram) {
+    counted += n;
+  }
+  EXPECT_EQ(counted, churn.allocs);
+  // Top sites: the busiest by operations and the largest by peak bytes.
+  const std::vector<site_profile> top = top_sites(sites, 1);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].ops, sites[0].ops);
+  EXPECT_EQ(top[1].site, long_lived_site);
+}
+
+TEST(Advice, KeepsACandidateOnlyWhenItsIntervalClearsAThreshold) {
+  advice a;
+  a.baseline = "mimalloc";
+  a.site.candidate = strategy::arena;
+  a.time = {1.20, 1.10, 1.30, 5};
+  decide(a, 0.05, 0.10);
+  EXPECT_TRUE(a.use);
+  EXPECT_EQ(a.verdict, "use arena");
+  a.time = {1.08, 1.02, 1.12, 5}; // faster, but not surely by 5 %
+  a.rss = {1.30, 1.15, 1.40, 5};  // surely 10 % smaller
+  decide(a, 0.05, 0.10);
+  EXPECT_TRUE(a.use);
+  EXPECT_EQ(a.why, "smaller");
+  a.rss = {1.30, 1.05, 1.40, 5};
+  decide(a, 0.05, 0.10);
+  EXPECT_FALSE(a.use);
+  EXPECT_EQ(a.verdict, "keep mimalloc");
+  a.time = {1.50, 0, 0, 1}; // one process: no interval, no claim
+  decide(a, 0.05, 0.10);
+  EXPECT_FALSE(a.use);
+  a.site.candidate = strategy::malloc;
+  a.site.reason = "long-lived: nothing to gain";
+  decide(a, 0.05, 0.10);
+  EXPECT_EQ(a.verdict, "keep mimalloc");
+  EXPECT_EQ(a.why, "long-lived: nothing to gain");
+}
+
+TEST(ReplayInput, RejectsBadPoliciesAndSyntheticNames) {
+  EXPECT_EQ(parse_policy("4=arena,*=pool"),
+            (policy_map{{4, strategy::arena}, {all_sites, strategy::pool}}));
+  EXPECT_EQ(to_string(parse_policy("4=arena,*=pool")), "4=arena,*=pool");
+  EXPECT_THROW(parse_policy("4=heap"), std::invalid_argument);
+  EXPECT_THROW(parse_policy("x=arena"), std::invalid_argument);
+  EXPECT_THROW(parse_policy("arena"), std::invalid_argument);
+  EXPECT_FALSE(parse_synthetic("trace.mkt").has_value());
+  EXPECT_EQ(parse_synthetic("synthetic:500:4:9")->threads, 4u);
+  EXPECT_THROW(parse_synthetic("synthetic:many"), std::invalid_argument);
+  EXPECT_THROW(parse_synthetic("synthetic:10:0"), std::invalid_argument);
+}
+
+namespace mt = memkit::trace;
+
+mt::event recorded(mt::event_kind kind, std::uint64_t time, std::uint64_t block,
+                   std::uint64_t size) {
+  mt::event e;
+  e.kind = kind;
+  e.time_ns = time;
+  e.block = block;
+  e.size = size;
+  e.site = mt::no_site;
+  return e;
+}
+
+/// A trace file of two threads whose frames are written out of time order, removed at the end.
+class trace_file {
+public:
+  trace_file() {
+    const std::uint64_t site_frames[] = {0x401234};
+    mt::event site = recorded(mt::event_kind::site, 1, 0, 0);
+    site.site = 0;
+    site.frames = site_frames;
+    site.frame_count = 1;
+    mt::event first = recorded(mt::event_kind::malloc, 10, 0x1000, 24);
+    first.site = 0;
+    mt::event grow = recorded(mt::event_kind::realloc, 30, 0x2000, 4000);
+    grow.old_block = 0x1000;
+    mt::event aligned = recorded(mt::event_kind::operator_new_aligned, 20, 0x3000, 64);
+    aligned.alignment = 256;
+    mt::builder b({}, false);
+    b.frame(2, {aligned, recorded(mt::event_kind::operator_delete_sized, 40, 0x2000, 4000),
+                recorded(mt::event_kind::rss_sample, 45, 0, 1 << 20)});
+    b.frame(1, {site, first, grow, recorded(mt::event_kind::free, 50, 0x3000, 0)});
+    bytes_ = b.bytes();
+    write(bytes_);
+  }
+  ~trace_file() { std::filesystem::remove(path_); }
+  trace_file(const trace_file&) = delete;
+  trace_file& operator=(const trace_file&) = delete;
+
+  void write(const std::vector<std::uint8_t>& bytes) const {
+    std::ofstream(path_, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+  }
+  const std::string& path() const { return path_; }
+  std::vector<std::uint8_t> bytes() const { return bytes_; }
+
+private:
+  std::string path_ = (std::filesystem::temp_directory_path() /
+                       ("memkit-replay-test-" + std::to_string(getpid()) + ".trace"))
+                          .string();
+  std::vector<std::uint8_t> bytes_;
+};
+
+TEST(TraceFile, IsReadInTimeOrderWithEveryBlockEventAdapted) {
+  const trace_file f;
+  std::map<std::uint32_t, std::uint64_t> addresses;
+  const event_list events = load_events(f.path(), &addresses);
+  EXPECT_EQ(addresses, (std::map<std::uint32_t, std::uint64_t>{{0, 0x401234}}));
+  ASSERT_EQ(events.size(), 5u); // the site and the RSS sample touch no block
+  EXPECT_EQ(events[0].kind, event_kind::alloc);
+  EXPECT_EQ(events[0].thread, 1u);
+  EXPECT_EQ(events[0].result, 0x1000u);
+  EXPECT_EQ(events[0].site, 0u);
+  EXPECT_EQ(events[1].kind, event_kind::alloc); // thread 2's, between thread 1's in time
+  EXPECT_EQ(events[1].thread, 2u);
+  EXPECT_EQ(events[1].alignment, 256u);
+  EXPECT_EQ(events[2].kind, event_kind::realloc);
+  EXPECT_EQ(events[2].ptr, 0x1000u);
+  EXPECT_EQ(events[2].result, 0x2000u);
+  EXPECT_EQ(events[3].kind, event_kind::free);
+  EXPECT_EQ(events[3].ptr, 0x2000u);
+  EXPECT_EQ(events[4].ptr, 0x3000u);
+  // Both blocks change thread: the compiled program waits twice and replays intact.
+  const program p = compile(events);
+  EXPECT_EQ(p.stats.cross_thread, 2u);
+  EXPECT_EQ(p.stats.leaked, 0u);
+  ASSERT_TRUE(verify(p).ok) << verify(p).error;
+  router none(p, {});
+  EXPECT_EQ(replay_routed(p, none, {}).content_errors, 0u);
+}
+
+TEST(TraceFile, CutFileGivesItsCompleteFramesAndCorruptOneAnErrorWithTheOffset) {
+  const trace_file f;
+  std::vector<std::uint8_t> cut = f.bytes();
+  cut.resize(cut.size() - 3);
+  f.write(cut);
+  const event_list complete = load_events(f.path());
+  EXPECT_EQ(complete.size(), 2u); // thread 2's frame; thread 1's was cut
+
+  std::vector<std::uint8_t> version = f.bytes();
+  version[8] = 99;
+  f.write(version);
+  try {
+    load_events(f.path());
+    ADD_FAILURE() << "a trace of another version was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("byte 8"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_events(f.path() + ".missing"), std::runtime_error);
+
+  mt::builder only_samples({}, false);
+  only_samples.frame(1, {recorded(mt::event_kind::rss_sample, 5, 0, 4096)});
+  f.write(only_samples.bytes());
+  EXPECT_THROW(load_events(f.path()), std::runtime_error); // nothing to replay
+}
+
+} // namespace
+} // namespace memkit::bench::replay
