@@ -65,6 +65,19 @@ std::string cell(std::string_view field, const nlohmann::json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
+/// `text` as a table cell's: a '|' (a regular expression's, a list of alternatives') escaped, so
+/// it does not end the cell.
+std::string in_cell(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out;
+}
+
 std::string text_or_unknown(const nlohmann::json& doc, const char* key) {
   const auto it = doc.find(key);
   return it != doc.end() && it->is_string() && !it->get<std::string>().empty()
@@ -200,9 +213,9 @@ std::string markdown_summary(const nlohmann::json& doc) {
     out << "| target | verdict | measured |\n|---|---|---|\n";
     for (const auto& t : targets) {
       const std::string verdict = t.value("verdict", t.value("met", false) ? "met" : "missed");
-      out << "| " << t.value("target", "") << " | "
-          << (verdict == "missed" ? "**missed**" : verdict) << " | " << t.value("measured", "")
-          << " |\n";
+      out << "| " << in_cell(t.value("target", "")) << " | "
+          << (verdict == "missed" ? "**missed**" : verdict) << " | "
+          << in_cell(t.value("measured", "")) << " |\n";
     }
   }
   return out.str();
