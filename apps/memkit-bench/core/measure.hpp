@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "policies/policy.hpp"
+#include "core/policy.hpp"
 
 namespace memkit::bench {
 

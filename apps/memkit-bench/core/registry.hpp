@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/core/registry.hpp: workloads, and the registry that pairs each with the
 // variants that fit it. Each workload is written once, as a generic lambda over a policy
-// (policies/policy.hpp); the glossary is in docs/BENCHMARKS.md.
+// (core/policy.hpp); the glossary is in docs/BENCHMARKS.md.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/measure.hpp"
-#include "policies/policy.hpp"
+#include "core/policy.hpp"
 
 namespace memkit::bench {
 

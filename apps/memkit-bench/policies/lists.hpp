@@ -2,11 +2,11 @@
 // apps/memkit-bench/policies/lists.hpp: the groups of policies a workload registers at once.
 #pragma once
 
+#include "core/policy.hpp"
 #include "core/registry.hpp"
 #include "policies/memkit.hpp"
 #include "policies/peers.hpp"
 #include "policies/pmr.hpp"
-#include "policies/policy.hpp"
 
 namespace memkit::bench {
 

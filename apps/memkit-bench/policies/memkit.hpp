@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "policies/policy.hpp"
+#include "core/policy.hpp"
 
 namespace memkit::bench {
 

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <new>
 
-#include "policies/policy.hpp"
+#include "core/policy.hpp"
 
 namespace memkit::bench {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <memory_resource>
 
-#include "policies/policy.hpp"
+#include "core/policy.hpp"
 
 namespace memkit::bench {
 

@@ -28,9 +28,9 @@
 #include <tbb/scalable_allocator.h>
 #endif
 
+#include "core/policy.hpp"
 #include "core/registry.hpp"
 #include "policies/memkit.hpp"
-#include "policies/policy.hpp"
 
 namespace memkit::bench {
 

@@ -17,8 +17,8 @@
 
 #include <memkit/config.hpp>
 
+#include "core/policy.hpp"
 #include "policies/memkit.hpp"
-#include "policies/policy.hpp"
 #include "workloads/workloads.hpp"
 
 namespace memkit::bench {

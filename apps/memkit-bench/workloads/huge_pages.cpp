@@ -12,8 +12,8 @@
 #include <memkit/huge_page.hpp>
 
 #include "core/hash.hpp"
+#include "core/policy.hpp"
 #include "policies/memkit.hpp"
-#include "policies/policy.hpp"
 #include "workloads/workloads.hpp"
 
 namespace memkit::bench {

@@ -11,8 +11,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/policy.hpp"
 #include "policies/memkit.hpp"
-#include "policies/policy.hpp"
 
 namespace memkit::bench {
 

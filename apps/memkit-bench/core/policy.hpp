@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// apps/memkit-bench/policies/policy.hpp: what a policy is, the hint it is built from, and the
+// apps/memkit-bench/core/policy.hpp: what a policy is, the hint it is built from, and the
 // baseline policy every other is compared with (std).
 //
 // The words, as docs/BENCHMARKS.md defines them for this app and bench/ alike: a *policy* is a
