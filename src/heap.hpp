@@ -98,6 +98,12 @@ public:
     if (bytes > room || bytes < least) {
       return false;
     }
+    // The caller owns exactly the new bytes (a chunk's memory may be poisoned from earlier use).
+    if (bytes > c->size) {
+      detail::unpoison(static_cast<char*>(p) + c->size, bytes - c->size);
+    } else {
+      detail::poison(static_cast<char*>(p) + bytes, c->size - bytes);
+    }
     c->size = bytes; // the region stays as mapped: c->bytes still names it
     return true;
   }
