@@ -27,7 +27,8 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktra
 run_suite asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
   -DCMAKE_CXX_COMPILER=clang++ -DMEMKIT_SANITIZE=address,undefined -DMEMKIT_BUILD_FUZZERS=ON
 # ThreadSanitizer: data races fail the test that ran them. The fuzzers and Valgrind checks ran above.
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+# tests/tsan.supp says why each suppression is a false positive outside memkit.
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp
 run_suite tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
   -DCMAKE_CXX_COMPILER=clang++ -DMEMKIT_SANITIZE=thread
 echo "memkit tests: release, AddressSanitizer and ThreadSanitizer builds passed" >&2
