@@ -9,6 +9,8 @@
 #include <dlfcn.h>
 
 #include "heap.hpp"
+#include "memkit/detail/base/align.hpp"
+#include "memkit/detail/base/os.hpp"
 #include "trace.hpp"
 
 extern "C" void* __libc_realloc(void* p, std::size_t bytes); // glibc's own realloc
@@ -71,6 +73,27 @@ std::size_t glibc_usable_size(void* p) noexcept {
   return next != nullptr ? next(p) : 0;
 }
 
+/// From this size on, calloc gives a block's whole pages back rather than writing them: a block
+/// this large lies in a region of its own, whose pages then read as zeros when touched, as fresh
+/// memory does, whether the region was just mapped or kept with old contents (os_upstream.hpp).
+constexpr std::size_t zero_by_pages_from = std::size_t{1} << 20;
+
+void zero(void* p, std::size_t bytes) noexcept {
+  if (bytes < zero_by_pages_from || (the_mode & mode_debug) != 0) { // its guards share pages
+    std::memset(p, 0, bytes);
+    return;
+  }
+  auto* const first = static_cast<char*>(p);
+  char* const last = first + bytes;
+  char* const pages = first + detail::padding_for(first, page_size);
+  char* const pages_end = last - detail::address(last) % page_size;
+  std::memset(first, 0, static_cast<std::size_t>(pages - first));
+  if (!detail::os::decommit(pages, static_cast<std::size_t>(pages_end - pages))) {
+    std::memset(pages, 0, static_cast<std::size_t>(pages_end - pages));
+  }
+  std::memset(pages_end, 0, static_cast<std::size_t>(last - pages_end));
+}
+
 bool multiply_overflows(std::size_t a, std::size_t b, std::size_t* product) noexcept {
   return __builtin_mul_overflow(a, b, product);
 }
@@ -95,9 +118,8 @@ MEMKIT_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
     return nullptr;
   }
   void* p = mr::allocate_or_enomem(bytes, mr::malloc_alignment, mr::trace_kind::calloc);
-  // Regions above the cache's limit are always freshly mapped, hence already zero.
-  if (p != nullptr && (bytes <= mr::os_upstream::cache_region_limit || mr::the_mode != 0)) {
-    std::memset(p, 0, bytes);
+  if (p != nullptr) {
+    mr::zero(p, bytes);
   }
   return p;
 }

@@ -82,10 +82,13 @@ void* os_upstream::try_allocate(std::size_t bytes, std::size_t alignment) noexce
   if (n == 0) {
     return nullptr;
   }
-  if (void* p = take_kept(n, alignment); p != nullptr) {
-    return p;
+  void* p = take_kept(n, alignment);
+  if (p == nullptr && (p = map(n, region_alignment(alignment))) == nullptr) {
+    return nullptr;
   }
-  return map(n, region_alignment(alignment));
+  regions_in_use_ += n;
+  regions_peak_ = regions_in_use_ > regions_peak_ ? regions_in_use_ : regions_peak_;
+  return p;
 }
 
 void os_upstream::deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept {
@@ -104,19 +107,34 @@ void os_upstream::deallocate(void* p, std::size_t bytes, std::size_t alignment) 
     return;
   }
   const std::size_t n = region_size(bytes);
-  if (n > cache_region_limit) {
-    unmap(p, n);
+  regions_in_use_ -= n;
+  keep(p, n);
+}
+
+void os_upstream::keep(void* p, std::size_t bytes) noexcept {
+  const std::size_t limit = regions_peak_ > cache_bytes_floor ? regions_peak_ : cache_bytes_floor;
+  if (bytes > limit) {
+    unmap(p, bytes);
     return;
   }
-  while (kept_count_ == cache_slots || kept_bytes_ + n > cache_bytes_limit) {
-    if (kept_count_ == 0) {
-      unmap(p, n);
-      return;
-    }
+  while (kept_count_ == cache_slots || kept_bytes_ + bytes > limit) {
     drop_kept(0); // the oldest
   }
-  kept_[kept_count_++] = {p, n, detail::os::now_ms()};
-  kept_bytes_ += n;
+  // Joined to a kept neighbour (mmap places regions next to each other), the range can serve a
+  // larger request where it lies. It goes last, as the newest: the entries stay in the order of
+  // their last use, which purge relies on.
+  auto* base = static_cast<char*>(p);
+  for (std::size_t i = kept_count_; i-- > 0;) {
+    auto* const k = static_cast<char*>(kept_[i].base);
+    if (k + kept_[i].bytes == base || base + bytes == k) {
+      base = k < base ? k : base;
+      bytes += kept_[i].bytes;
+      erase_kept(i);
+      i = kept_count_; // a range joined on one side may now touch another entry
+    }
+  }
+  kept_[kept_count_++] = {base, bytes, detail::os::now_ms()};
+  kept_bytes_ += bytes;
 }
 
 void os_upstream::decommit(void* p, std::size_t bytes) noexcept {
@@ -144,15 +162,59 @@ std::size_t os_upstream::purge(bool everything) noexcept {
 }
 
 void* os_upstream::take_kept(std::size_t bytes, std::size_t alignment) noexcept {
-  // The newest fitting region: the likeliest to be still in the caches.
+  // The smallest region that holds the request where it lies, the newest of equals (the likeliest
+  // to be still in the caches): the rest of it stays kept.
+  std::size_t best = kept_count_;
   for (std::size_t i = kept_count_; i-- > 0;) {
-    if (kept_[i].bytes == bytes && detail::is_aligned(kept_[i].base, alignment)) {
-      void* const p = kept_[i].base;
-      erase_kept(i);
-      return p;
+    if (kept_[i].bytes >= bytes && detail::is_aligned(kept_[i].base, alignment) &&
+        (best == kept_count_ || kept_[i].bytes < kept_[best].bytes)) {
+      best = i;
     }
   }
-  return nullptr;
+  if (best == kept_count_) {
+    return gather_kept(bytes, alignment);
+  }
+  void* const p = kept_[best].base;
+  take_front(best, bytes);
+  return p;
+}
+
+void* os_upstream::gather_kept(std::size_t bytes, std::size_t alignment) noexcept {
+  if (kept_count_ == 0 || !detail::os::moves_many_mappings()) {
+    return nullptr; // a moved range is one mapping per part: a kernel that cannot move it again
+                    // would strand it
+  }
+  auto* to = static_cast<char*>(map(bytes, region_alignment(alignment)));
+  if (to == nullptr) {
+    return nullptr;
+  }
+  std::size_t filled = 0;
+  while (filled != bytes && kept_count_ != 0) {
+    const kept& k = kept_[kept_count_ - 1];
+    const std::size_t n = k.bytes < bytes - filled ? k.bytes : bytes - filled;
+    if (!detail::os::move_pages(k.base, n, to + filled)) {
+      // Out of mappings: the rest stays fresh, if the kernel lets its range be mapped again.
+      if (detail::os::map_over(to + filled, n)) {
+        return to;
+      }
+      unmap(to, bytes);
+      return nullptr;
+    }
+    mapped_ -= n; // the pages are counted once, in `to`
+    take_front(kept_count_ - 1, n);
+    filled += n;
+  }
+  return to;
+}
+
+void os_upstream::take_front(std::size_t i, std::size_t bytes) noexcept {
+  if (kept_[i].bytes == bytes) {
+    erase_kept(i);
+    return;
+  }
+  kept_[i].base = static_cast<char*>(kept_[i].base) + bytes;
+  kept_[i].bytes -= bytes;
+  kept_bytes_ -= bytes;
 }
 
 void os_upstream::drop_kept(std::size_t i) noexcept {

@@ -23,9 +23,13 @@ namespace memkit::replacement {
 /// - every other request maps a region of its own, its size rounded up on a grid of eight steps
 ///   per power of two (at most 12.5 % above the request), so a freed region fits any later request
 ///   that rounds to the same size;
-/// - a freed region of up to `cache_region_limit` is kept for reuse, at most `cache_slots` of them
-///   and `cache_bytes_limit` in all, oldest evicted first; a kept region is unmapped once it has
-///   been unused for `delay_ms` (checked whenever the upstream is called, and by `purge`);
+/// - a freed region is kept for reuse, its pages resident: at most `cache_slots` of them, and in
+///   all the larger of `cache_bytes_floor` and the most bytes the program's regions ever held at
+///   once (so the kept memory never takes more than the program itself once did), oldest evicted
+///   first; a kept region is unmapped once it has been unused for `delay_ms` (checked whenever
+///   the upstream is called, and by `purge`). A request takes the smallest kept region that holds
+///   it, the rest staying kept; if none does, the kept regions' pages are moved into a fresh
+///   mapping for it (mremap, newest first: no copy, no page fault), as far as they go;
 /// - the engine's depot decommits chunks left unused for `delay_ms` (detail/thread/decay.hpp).
 ///
 /// Not thread-safe: the engine calls its upstream only under its own lock.
@@ -36,8 +40,7 @@ public:
   /// most valgrind lets a program reserve at once, so its tools measure the same fast paths.
   static constexpr std::size_t arena_size = std::size_t{32} << 30;
   static constexpr std::size_t cache_slots = 32;
-  static constexpr std::size_t cache_region_limit = std::size_t{16} << 20;
-  static constexpr std::size_t cache_bytes_limit = std::size_t{64} << 20;
+  static constexpr std::size_t cache_bytes_floor = std::size_t{64} << 20;
 
   /// How long memory freed to the replacement may stay with it before it goes back to the OS.
   static constexpr std::uint64_t delay_ms = 100;
@@ -78,7 +81,10 @@ private:
 
   void* map(std::size_t bytes, std::size_t alignment) noexcept;
   void unmap(void* p, std::size_t bytes) noexcept;
+  void keep(void* p, std::size_t bytes) noexcept;
   void* take_kept(std::size_t bytes, std::size_t alignment) noexcept;
+  void* gather_kept(std::size_t bytes, std::size_t alignment) noexcept;
+  void take_front(std::size_t i, std::size_t bytes) noexcept;
   void drop_kept(std::size_t i) noexcept;
   void erase_kept(std::size_t i) noexcept;
 
@@ -95,6 +101,8 @@ private:
   kept kept_[cache_slots] = {};
   std::size_t kept_count_ = 0;
   std::size_t kept_bytes_ = 0;
+  std::size_t regions_in_use_ = 0; ///< bytes of the regions handed out and not given back
+  std::size_t regions_peak_ = 0;   ///< the most of them at once
   std::size_t mapped_ = 0;
   std::size_t peak_mapped_ = 0;
 };

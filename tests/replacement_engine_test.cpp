@@ -22,6 +22,7 @@
 
 #include "heap.hpp"
 #include "internal.hpp"
+#include "memkit/detail/base/os.hpp"
 #include "memkit/detail/guard.hpp"
 #include "memkit/error.hpp"
 #include "memkit/replacement.h"
@@ -216,16 +217,47 @@ TEST(ReplacementEngine, TrimGivesFreedChunksBackToTheOs) {
   EXPECT_EQ(mr::trim(), 0u) << "nothing left to give";
 }
 
-TEST(ReplacementEngine, LargeRegionsAreUnmappedOrKeptWithinTheCacheBound) {
+TEST(ReplacementEngine, FreedRegionsAreKeptResidentServeLaterRequestsAndTrimGivesThemBack) {
   if (debug_run()) {
     GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
   }
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  mr::trim(); // no region kept from the tests before
   const std::size_t before = stats_field("mapped_bytes");
-  void* big = mr::allocate(std::size_t{64} << 20, 16);
-  ASSERT_NE(big, nullptr);
-  EXPECT_GE(stats_field("mapped_bytes"), before + (std::size_t{64} << 20));
-  mr::free(big);
-  EXPECT_LE(stats_field("mapped_bytes"), before + mr::os_upstream::cache_bytes_limit);
+  void* blocks[3];
+  for (int i = 0; i < 3; ++i) {
+    blocks[i] = mr::allocate(30 * mib, 16);
+    ASSERT_NE(blocks[i], nullptr);
+    stamp(blocks[i], 30 * mib, static_cast<unsigned char>(0x31 + i));
+  }
+  const std::size_t with_blocks = stats_field("mapped_bytes");
+  EXPECT_GE(with_blocks, before + 90 * mib);
+  for (void* p : blocks) {
+    mr::free(p);
+  }
+  // 90 MiB is above the 64 MiB floor but what the regions held at their peak: all kept.
+  EXPECT_EQ(stats_field("mapped_bytes"), with_blocks) << "a freed region was unmapped";
+
+  // The smallest kept region that holds a request serves it where it lies.
+  void* again = mr::allocate(20 * mib, 16);
+  ASSERT_NE(again, nullptr);
+  EXPECT_TRUE(again == blocks[0] || again == blocks[1] || again == blocks[2]);
+  EXPECT_EQ(stats_field("mapped_bytes"), with_blocks) << "no new mapping for a kept region";
+  stamp(again, 20 * mib, 0x41);
+
+  // A request no kept region holds is made of their pages, moved: no more memory mapped.
+  if (memkit::detail::os::moves_many_mappings()) {
+    void* big = mr::allocate(60 * mib, 16);
+    ASSERT_NE(big, nullptr);
+    EXPECT_LE(stats_field("mapped_bytes"), with_blocks + mib) << "fresh pages for kept ones";
+    stamp(big, 60 * mib, 0x51);
+    EXPECT_TRUE(stamped(again, 20 * mib, 0x41)) << "moving pages overwrote a live block";
+    EXPECT_TRUE(stamped(big, 60 * mib, 0x51));
+    mr::free(big);
+  }
+  mr::free(again);
+  EXPECT_GE(mr::trim(), 80 * mib) << "trim gives every kept region back";
+  EXPECT_LE(stats_field("mapped_bytes"), before + mib) << "more than the chunk map's new nodes";
 }
 
 TEST(ReplacementEngine, FreeingALargeBlockForgetsOnlyItsOwnRegion) {

@@ -75,7 +75,8 @@ MEMKIT_CONTRACT_CASE(ImpossibleMallocReturnsNullWithEnomem, c_api) {
 }
 
 MEMKIT_CONTRACT_CASE(CallocZeroesFreshAndReusedMemory, c_api) {
-  const std::size_t sizes[] = {1, 8, 24, 100, 512, 4000, 64 * kib, 300 * kib, 2 * mib, 16 * mib};
+  const std::size_t sizes[] = {1,        8,         24,        100,     512,      4000,
+                               64 * kib, 300 * kib, mib + 123, 2 * mib, 16 * mib, 40 * mib + 5};
   for (const std::size_t n : sizes) {
     // A freed block of the same size is the likeliest to come back: dirty it first.
     for (int round = 0; round < 4; ++round) {
@@ -90,6 +91,21 @@ MEMKIT_CONTRACT_CASE(CallocZeroesFreshAndReusedMemory, c_api) {
     MEMKIT_CHECK(q != nullptr && all_zero(q, n));
     std::free(q);
   }
+}
+
+MEMKIT_CONTRACT_CASE(CallocOfPagesMovedFromFreedBlocksIsZero, c_api) {
+  // Freed, the dirty blocks' regions are kept; the larger request is made of their pages.
+  void* dirty[3];
+  for (void*& d : dirty) {
+    d = escape(std::malloc(9 * mib));
+    std::memset(d, 0x5A, 9 * mib);
+  }
+  for (void* d : dirty) {
+    std::free(d);
+  }
+  auto* p = static_cast<unsigned char*>(escape(std::calloc(24 * mib + 77, 1)));
+  MEMKIT_CHECK(p != nullptr && all_zero(p, 24 * mib + 77));
+  std::free(p);
 }
 
 MEMKIT_CONTRACT_CASE(CallocOverflowReturnsNullWithEnomem, c_api) {
@@ -423,6 +439,9 @@ std::size_t resident_bytes() {
 MEMKIT_CONTRACT_CASE(MallocTrimGivesFreedSmallBlocksBackAtOnce, c_api) {
   // 128 MiB of small blocks, touched, freed in an order unlike the allocation's; then
   // malloc_trim(0) must return their pages (glibc: free pages inside its heaps too, since 2.8).
+  // Trimmed first: the regions the cases before freed may be kept, resident, and given back
+  // during the loop, which would hide its growth.
+  malloc_trim(0);
   const std::size_t before = resident_bytes();
   std::vector<void*> blocks;
   std::size_t total = 0;
