@@ -8,7 +8,7 @@
 // the sequence of calls timed (AllocFree frees in LIFO order, AllocFreeFifo, AllocFreeShuffled,
 // Alloc then one reset; List1M, MapInsertErase, ...); a *workload* is a whole program fragment
 // (memkit-bench's json-tree, list-1m, pairs-lifo-64). The free orders and their seeded shuffle are
-// memkit-bench's too (apps/memkit-bench/core/random.hpp), so both free blocks in the same order.
+// memkit-bench's too (common/memkit_bench/random.hpp), so both free blocks in the same order.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -24,7 +24,7 @@
 #include <malloc.h>
 #endif
 
-#include "core/random.hpp"
+#include "memkit_bench/random.hpp"
 
 // A policy adapts one allocator to the patterns. It is default-constructible and provides
 //   void* allocate();               // one block of block_size bytes aligned to block_alignment

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/random.hpp"
+#include "memkit_bench/random.hpp"
 
 namespace memkit::bench {
 namespace {

@@ -7,7 +7,7 @@
 // ("memkit-arena"; a global replacement is a variant that runs std_policy under LD_PRELOAD); a
 // *workload* is a program fragment with its inputs and a result hash every variant must
 // reproduce (workloads/); a *pattern* is a sequence of allocator calls, such as the free orders of
-// core/random.hpp that the pairs workloads and bench/'s AllocFree benchmarks share.
+// memkit_bench/random.hpp that the pairs workloads and bench/'s AllocFree benchmarks share.
 #pragma once
 
 #include <cstddef>

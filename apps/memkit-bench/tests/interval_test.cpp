@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/interval.hpp"
-#include "core/random.hpp"
+#include "memkit_bench/random.hpp"
 #include "core/summary.hpp"
 #include "output/targets.hpp"
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/random.hpp"
+#include "memkit_bench/random.hpp"
 #include "policies/memkit.hpp"
 #include "workloads/stamps.hpp"
 #include "workloads/workloads.hpp"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/hash.hpp"
-#include "core/random.hpp"
+#include "memkit_bench/random.hpp"
 #include "policies/lists.hpp"
 #include "workloads/json_tree.hpp"
 #include "workloads/workloads.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/hash.hpp"
-#include "core/random.hpp"
+#include "memkit_bench/random.hpp"
 
 namespace memkit::bench {
 

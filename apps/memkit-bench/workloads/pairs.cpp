@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/pairs.cpp: fixed-size allocate/free pairs: N blocks allocated, then
-// freed in each free order of core/random.hpp (the patterns bench/ times too), for each block size.
+// freed in each free order of memkit_bench/random.hpp (the patterns bench/ times too), for each block size.
 
 #include <algorithm>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/random.hpp"
+#include "memkit_bench/random.hpp"
 #include "policies/lists.hpp"
 #include "workloads/workloads.hpp"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/random.hpp"
+#include "memkit_bench/random.hpp"
 #include "workloads/stamps.hpp"
 #include "workloads/threaded.hpp"
 #include "workloads/workloads.hpp"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/hash.hpp"
-#include "core/random.hpp"
+#include "memkit_bench/random.hpp"
 #include "workloads/workloads.hpp"
 
 namespace memkit::bench {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/measure.hpp"
-#include "core/random.hpp"
+#include "memkit_bench/random.hpp"
 #include "policies/lists.hpp"
 #include "policies/threaded.hpp"
 #include "workloads/json_tree.hpp"

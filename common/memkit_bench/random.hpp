@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
-// apps/memkit-bench/core/random.hpp: seeded randomness and the free orders built from it, shared by
+// common/memkit_bench/random.hpp: seeded randomness and the free orders built from it, shared by
 // memkit-bench's workloads and the micro benchmarks in bench/ (bench/patterns.hpp), so that both
-// free blocks in the same LIFO, FIFO and shuffled orders. Header-only and free of the app's other
-// parts: bench/ includes it alone. Glossary (policy, variant, workload, pattern):
+// free blocks in the same LIFO, FIFO and shuffled orders. It lives beside both, in neither: each
+// links the interface target memkit_bench_common (common/CMakeLists.txt). Glossary (policy, variant, workload, pattern):
 // docs/BENCHMARKS.md.
 #pragma once
 
