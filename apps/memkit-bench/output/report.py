@@ -7,8 +7,11 @@ Usage: report.py RESULTS.json OUTPUT_DIR
 Writes, per workload, p50-<workload>.png (median per variant with a whisker to p99, and a strip of
 each process's median beside the bar, so a lead that rests on one layout draw shows) and
 dist-<workload>.png (each variant's latency percentiles), plus speedup.png (speed-up over std at
-the median, workload x variant, with its verdict) and index.html showing them all. Needs
-matplotlib; nothing else beyond the standard library.
+the median, workload x variant, with its verdict) and index.html showing them all. For a replay
+(memkit-bench replay or advise) also time-rss-<workload>.png, each allocator's time beside its
+peak memory; for advise, advice-gains.png (each candidate's gains with their intervals against
+the thresholds) and site-<id>.png (a site's request sizes and lifetimes). Needs matplotlib;
+nothing else beyond the standard library.
 """
 
 import html
@@ -142,6 +145,121 @@ def speedup_heatmap(workloads, variants, by_key, path):
     plt.close(fig)
 
 
+def time_and_rss_chart(workload, rows, path):
+    """A replay's allocators side by side: time (p50, whisker to p99) and peak RSS."""
+    rows = sorted(rows, key=lambda r: r["p50_us"])
+    names = [r["variant"] for r in rows]
+    colors = [variant_color(n) for n in names]
+    fig, (left, right) = plt.subplots(1, 2, sharey=True,
+                                      figsize=(10, 0.38 * len(rows) + 1.6))
+    p50 = [r["p50_us"] / 1000 for r in rows]
+    p99 = [r["p99_us"] / 1000 for r in rows]
+    left.barh(names, p50, height=0.55, color=colors,
+              xerr=[[0] * len(rows), [max(0.0, b - a) for a, b in zip(p50, p99)]],
+              error_kw={"ecolor": "#000000", "capsize": 3, "elinewidth": 1})
+    left.set_xlabel("ms per replay: p50 over processes, whisker to p99 (shorter is faster)")
+    rss = [r["peak_rss_kib"] / 1024 for r in rows]
+    right.barh(names, rss, height=0.55, color=colors)
+    for y, v in enumerate(rss):
+        right.text(v, y, f"  {v:,.1f}", va="center", fontsize=8)
+    right.set_xlabel("peak RSS above the start, MiB (shorter is smaller)")
+    right.set_xlim(0, max(rss + [0.001]) * 1.2)
+    left.invert_yaxis()
+    for ax in (left, right):
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(f"{workload}: time and memory per allocator", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def gains_chart(advice, path):
+    """Each candidate's gain over the best general-purpose allocator, with its 95 % interval,
+    against the thresholds that keep it: the advice as a picture."""
+    sites = advice["sites"]
+    labels = [f"site {a['site']['site']}: {a['site']['candidate']}" for a in sites]
+    fig, axes = plt.subplots(1, 2, sharey=True, figsize=(10, 0.42 * len(sites) + 1.8))
+    for ax, key, threshold, what in ((axes[0], "time_gain", advice["time_threshold"], "time"),
+                                     (axes[1], "rss_gain", advice["rss_threshold"],
+                                      "peak RSS")):
+        for y, a in enumerate(sites):
+            gain, lo, hi = a[key], a[key + "_lo"], a[key + "_hi"]
+            color = "#2ca02c" if a["use"] else "#888888"
+            if gain is None or not math.isfinite(gain) or gain <= 0:
+                continue
+            if lo and hi and lo > 0:
+                ax.plot([lo, hi], [y, y], color=color, linewidth=2)
+            ax.plot([gain], [y], "o", color=color)
+        ax.axvline(1.0, color="#000000", linewidth=1)
+        ax.axvline(1.0 + threshold, color="#d62728", linestyle="--", linewidth=1,
+                   label=f"kept above {1 + threshold:.2f}x")
+        ax.set_xlabel(f"{what} gain: best allocator / candidate (right is better)")
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    axes[0].set_yticks(range(len(sites)), labels=labels, fontsize=8)
+    axes[0].invert_yaxis()
+    fig.suptitle(f"candidates against {advice['best_general_purpose']} (green: recommended; "
+                 "bar: 95% interval)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def site_chart(site, path):
+    """One call site's request sizes (power-of-two buckets) and lifetimes (percentiles, in
+    events of the trace)."""
+    histogram = site.get("size_histogram", [])
+    used = [i for i, n in enumerate(histogram) if n]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 2.8))
+    if used:
+        buckets = list(range(used[0], used[-1] + 1))
+        # Bucket b holds the sizes of bit width b: 2^(b-1) to 2^b - 1 bytes (0: size 0).
+        left.bar([f"{1 << (b - 1)}-{(1 << b) - 1}" if b else "0" for b in buckets],
+                 [histogram[b] for b in buckets], color="#1f77b4")
+        left.tick_params(axis="x", labelrotation=45, labelsize=7)
+    left.set_xlabel("request size, bytes")
+    left.set_ylabel("allocations")
+    names = ["p50", "p90", "p99"]
+    values = [site.get(f"lifetime_{n}", 0) for n in names]
+    right.barh(names, values, color="#9467bd")
+    right.invert_yaxis()
+    right.set_xlabel("lifetime, events of the trace (a block never freed lives to the end)")
+    fig.suptitle(f"site {site['site']}: {site['ops']:,} operations, peak "
+                 f"{site['peak_live_bytes']:,} bytes live; LIFO {100 * site['lifo_share']:.0f}%, "
+                 f"bulk death {100 * site['bulk_share']:.0f}%, cross-thread "
+                 f"{100 * site['cross_thread_share']:.0f}% of frees; candidate "
+                 f"{site['candidate']} ({site['reason']})", fontsize=8.5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def advice_section(advice, out):
+    """The advise command's verdicts: the gains chart, the table, and each site's profile."""
+    gains_file = "advice-gains.png"
+    gains_chart(advice, os.path.join(out, gains_file))
+    rows = []
+    profiles = []
+    for a in advice["sites"]:
+        site = a["site"]
+        file = f"site-{site['site']}.png"
+        site_chart(site, os.path.join(out, file))
+        profiles.append(f"<img src='{file}' alt='sizes and lifetimes of site {site['site']}'>")
+        rows.append(f"<tr><td>{site['site']}</td><td>{html.escape(site['candidate'])}</td>"
+                    f"<td>{a['time_gain']:.2f}x</td><td>{a['rss_gain']:.2f}x</td>"
+                    f"<td>{'<b>' if a['use'] else ''}{html.escape(a['verdict'])}"
+                    f"{'</b>' if a['use'] else ''}</td><td>{html.escape(a['why'])}</td></tr>")
+    table = ("<table><tr><th>site</th><th>candidate</th><th>time gain</th>"
+             "<th>peak RSS gain</th><th>advice</th><th>why</th></tr>" + "\n".join(rows) +
+             "</table>")
+    return (f"<h2 id='advice'>Advice</h2>\n<p>Trace {html.escape(str(advice['trace']))}; the "
+            f"best general-purpose allocator: {html.escape(advice['best_general_purpose'])}. "
+            f"A candidate is recommended only if its gain's 95% interval lies above "
+            f"{1 + advice['time_threshold']:.2f}x in time or {1 + advice['rss_threshold']:.2f}x "
+            f"in peak RSS.</p>\n<img src='{gains_file}' alt='gains of every candidate'>\n"
+            f"{table}\n<h3>The sites</h3>\n" + "\n".join(profiles))
+
+
 def row_table(rows):
     head = ("<tr><th>variant</th><th>processes</th><th>cold µs</th><th>min µs</th>"
             "<th>p50 µs</th><th>p99 µs</th><th>max µs</th><th>throughput/s</th><th>vs std</th>"
@@ -192,14 +310,23 @@ def main(argv):
     variants.sort(key=variant_order)
     speedup_heatmap(workloads, variants, by_key, os.path.join(out, "speedup.png"))
     sections = []
+    # A replay (memkit-bench replay or advise): each allocator's time beside its memory.
+    replay = "trace" in doc.get("options", {})
+    if "advice" in doc:
+        sections.append(advice_section(doc["advice"], out))
     for w in workloads:
         p50_file, dist_file = f"p50-{safe(w)}.png", f"dist-{safe(w)}.png"
         p50_chart(w, by_workload[w], os.path.join(out, p50_file))
         distribution_chart(w, by_workload[w], os.path.join(out, dist_file))
+        both = ""
+        if replay:
+            both_file = f"time-rss-{safe(w)}.png"
+            time_and_rss_chart(w, by_workload[w], os.path.join(out, both_file))
+            both = f"<img src='{both_file}' alt='time and peak RSS of {html.escape(w)}'>\n"
         sections.append(
-            f"<h2 id='{safe(w)}'>{html.escape(w)}</h2>\n<img src='{p50_file}' alt='p50 and p99 "
-            f"of {html.escape(w)}'>\n<img src='{dist_file}' alt='latency distribution of "
-            f"{html.escape(w)}'>\n{row_table(by_workload[w])}")
+            f"<h2 id='{safe(w)}'>{html.escape(w)}</h2>\n{both}<img src='{p50_file}' alt='p50 "
+            f"and p99 of {html.escape(w)}'>\n<img src='{dist_file}' alt='latency distribution "
+            f"of {html.escape(w)}'>\n{row_table(by_workload[w])}")
 
     machine = doc.get("machine", {})
     warning = "" if doc.get("optimized") else (
