@@ -60,15 +60,7 @@ set_commands() {
   esac
 }
 
-# run PRELOAD COMMAND...: appends "ms rss_kib" of one run; the program's output is discarded.
-run() {
-  local preload=$1 s e
-  shift
-  s=$(date +%s%N)
-  /usr/bin/time -f %M -o "$out/rss" env ${preload:+LD_PRELOAD=$preload} "$@" </dev/null >/dev/null 2>&1
-  e=$(date +%s%N)
-  echo "$(((e - s) / 1000)) $(tail -n 1 "$out/rss")"
-}
+. "$here/live_run.sh"
 
 declare -A preload
 IFS=, read -r -a allocator_list <<<"$allocators"
@@ -95,8 +87,8 @@ for p in "${program_list[@]}"; do
   echo "fidelity: $p: $runs live runs per allocator" >&2
   for r in $(seq "$runs"); do
     for a in "${allocator_list[@]}"; do
-      echo "$p $a live $(run "${preload[$a]}" "${cmd[@]}")" >>"$out/live"
-      echo "$p $a trivial $(run "${preload[$a]}" "${trivial[@]}")" >>"$out/live"
+      echo "$p $a live $(live_run "${preload[$a]}" "${cmd[@]}")" >>"$out/live"
+      echo "$p $a trivial $(live_run "${preload[$a]}" "${trivial[@]}")" >>"$out/live"
     done
   done
 done
