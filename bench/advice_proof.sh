@@ -35,7 +35,7 @@ trap 'rm -rf "$out"' EXIT
 
 # program, the strategy its second form uses, iterations: each form runs for a few tenths of a
 # second on a 2-core EPYC.
-programs=("request arena 150000" "scratch stack 8000" "nodes pool 6000000")
+programs=("request arena 150000" "scratch stack 8000" "nodes pool 6000000" "index pool 3000000")
 
 . "$here/live_run.sh"
 

@@ -7,16 +7,16 @@
 // the run, and every node has the same size: the advisor proposes memkit::pool. `malloc` takes
 // each node from the heap, `pool` from one memkit::pool of node-sized blocks.
 //
-// Usage: advice_nodes_example [malloc|pool EVENTS]. Without arguments, both run 100000 events
-// and must end with the same table (the ctest run).
+// Usage: advice_nodes_example [malloc|pool ITERATIONS] (examples/advice_main.hpp). Without
+// arguments, both forms run 100000 iterations and must agree (the ctest run).
+#include "advice_main.hpp"
+
 #include <memkit/pool.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <new>
-#include <string>
 #include <vector>
 
 namespace {
@@ -119,13 +119,11 @@ private:
 template <class Nodes>
 std::uint64_t run(long events) {
   table<Nodes> t;
-  std::uint64_t state = 0x2545f4914f6cdd1d;
+  advice::xorshift input{0x2545f4914f6cdd1d};
   std::uint64_t next_id = 0;
   std::uint64_t digest = 0;
   for (long e = 0; e < events; ++e) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
+    const std::uint64_t state = input.next();
     // Between 1000 and 3000 open: below 1000 only opens, above 3000 only closes, a coin between.
     if (t.size() < 1000 || (t.size() < 3000 && state % 2 == 0)) {
       t.open(next_id++);
@@ -140,24 +138,5 @@ std::uint64_t run(long events) {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 3) {
-    const std::string how = argv[1];
-    const long events = std::atol(argv[2]);
-    if ((how == "malloc" || how == "pool") && events > 0) {
-      const std::uint64_t digest =
-          how == "pool" ? run<pool_nodes>(events) : run<heap_nodes>(events);
-      std::printf("%ld events under %s: traffic digest %llu\n", events, how.c_str(),
-                  static_cast<unsigned long long>(digest));
-      return 0;
-    }
-  }
-  if (argc != 1) {
-    std::fprintf(stderr, "usage: %s [malloc|pool EVENTS]\n", argv[0]);
-    return 2;
-  }
-  const std::uint64_t heap = run<heap_nodes>(100000);
-  const std::uint64_t pool = run<pool_nodes>(100000);
-  std::printf("100000 events: traffic digest %llu from the heap, %llu from the pool\n",
-              static_cast<unsigned long long>(heap), static_cast<unsigned long long>(pool));
-  return heap == pool ? 0 : 1;
+  return advice::main(argc, argv, "pool", 100000, run<heap_nodes>, run<pool_nodes>);
 }

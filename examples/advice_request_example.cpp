@@ -8,17 +8,17 @@
 // advisor finds, and memkit::arena is what it proposes: `malloc` serves each field from the heap
 // and frees each, `arena` bumps each into one arena that is reset after the request.
 //
-// Usage: advice_request_example [malloc|arena REQUESTS]. Without arguments, both run 2000 requests
-// and must make the same responses (the ctest run).
+// Usage: advice_request_example [malloc|arena ITERATIONS] (examples/advice_main.hpp). Without
+// arguments, both forms run 2000 iterations and must agree (the ctest run).
+#include "advice_main.hpp"
+
 #include <memkit/arena.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <string>
 #include <vector>
 
 namespace {
@@ -66,20 +66,9 @@ private:
   memkit::arena<> arena_;
 };
 
-/// A deterministic source of header values: xorshift64.
-struct source {
-  std::uint64_t state;
-  std::uint64_t next() noexcept {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  }
-};
-
 /// Parses one request of 8 to 39 fields, answers it from its fields, then drops them.
 template <class Fields>
-std::uint64_t serve(Fields& fields, source& input, std::vector<field*>& parsed) {
+std::uint64_t serve(Fields& fields, advice::xorshift& input, std::vector<field*>& parsed) {
   const std::size_t count = 8 + input.next() % 32;
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint64_t bits = input.next();
@@ -109,7 +98,7 @@ std::uint64_t serve(Fields& fields, source& input, std::vector<field*>& parsed) 
 template <class Fields>
 std::uint64_t run(long requests) {
   Fields fields;
-  source input{0x9e3779b97f4a7c15};
+  advice::xorshift input{0x9e3779b97f4a7c15};
   std::vector<field*> parsed;
   parsed.reserve(64);
   std::uint64_t digest = 0;
@@ -122,24 +111,5 @@ std::uint64_t run(long requests) {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 3) {
-    const std::string how = argv[1];
-    const long requests = std::atol(argv[2]);
-    if ((how == "malloc" || how == "arena") && requests > 0) {
-      const std::uint64_t digest =
-          how == "arena" ? run<arena_fields>(requests) : run<heap_fields>(requests);
-      std::printf("%ld requests under %s: digest %016llx\n", requests, how.c_str(),
-                  static_cast<unsigned long long>(digest));
-      return 0;
-    }
-  }
-  if (argc != 1) {
-    std::fprintf(stderr, "usage: %s [malloc|arena REQUESTS]\n", argv[0]);
-    return 2;
-  }
-  const std::uint64_t heap = run<heap_fields>(2000);
-  const std::uint64_t arena = run<arena_fields>(2000);
-  std::printf("2000 requests: digest %016llx from the heap, %016llx from the arena\n",
-              static_cast<unsigned long long>(heap), static_cast<unsigned long long>(arena));
-  return heap == arena ? 0 : 1;
+  return advice::main(argc, argv, "arena", 2000, run<heap_fields>, run<arena_fields>);
 }

@@ -8,16 +8,16 @@
 // one thread. That is the LIFO pattern the advisor finds, and memkit::stack is what it proposes:
 // `malloc` takes each array from the heap, `stack` from one memkit::stack.
 //
-// Usage: advice_scratch_example [malloc|stack FRAMES]. Without arguments, both lay out 200
-// frames and must place every box alike (the ctest run).
+// Usage: advice_scratch_example [malloc|stack ITERATIONS] (examples/advice_main.hpp). Without
+// arguments, both forms run 200 iterations and must agree (the ctest run).
+#include "advice_main.hpp"
+
 #include <memkit/stack.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <new>
-#include <string>
 
 namespace {
 
@@ -109,24 +109,5 @@ std::uint64_t run(long frames) {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 3) {
-    const std::string how = argv[1];
-    const long frames = std::atol(argv[2]);
-    if ((how == "malloc" || how == "stack") && frames > 0) {
-      const std::uint64_t placed =
-          how == "stack" ? run<stack_scratch>(frames) : run<heap_scratch>(frames);
-      std::printf("%ld frames under %s: layout digest %016llx\n", frames, how.c_str(),
-                  static_cast<unsigned long long>(placed));
-      return 0;
-    }
-  }
-  if (argc != 1) {
-    std::fprintf(stderr, "usage: %s [malloc|stack FRAMES]\n", argv[0]);
-    return 2;
-  }
-  const std::uint64_t heap = run<heap_scratch>(200);
-  const std::uint64_t stack = run<stack_scratch>(200);
-  std::printf("200 frames: layout digest %016llx from the heap, %016llx from the stack\n",
-              static_cast<unsigned long long>(heap), static_cast<unsigned long long>(stack));
-  return heap == stack ? 0 : 1;
+  return advice::main(argc, argv, "stack", 200, run<heap_scratch>, run<stack_scratch>);
 }
