@@ -96,7 +96,7 @@ def gain(r, lo, hi):
 print(f"Advice: `memkit-bench advise TRACE --processes {processes}` on a recording of the malloc form; "
       f"live: medians of {runs} runs of each form under the best general-purpose allocator the "
       "advisor named. Gains are the malloc form's / the strategy's: time, and peak RSS above a "
-      "one-iteration run of the same form. Saved: the best allocator's median time less the "
+      "one-iteration run of the same form (none where either is below 1 MiB). Saved: the best allocator's median time less the "
       "candidate's, in the advisor's second round of replays and live.\n")
 print("| program | hot site: ops, pattern | advice | best allocator | predicted time gain | live time gain | live / predicted | saved ms: replay, live | predicted peak-RSS gain | live peak-RSS gain |")
 print("|---|---|---|---|---|---|---:|---|---|---|")
@@ -111,7 +111,8 @@ for name, strategy, iterations in programs:
     saved_live = med(name, "malloc", 0) - med(name, strategy, 0)
     t_live = med(name, "malloc", 0) / med(name, strategy, 0)
     heap = lambda form: med(name, form, 1) - med(name, form + "-1", 1)
-    r_live = f"{heap('malloc') / heap(strategy):.2f}x" if heap(strategy) > 0 else "-"
+    # Peak RSS does not resolve heaps of a few pages: no gain is given below 1 MiB.
+    r_live = f"{heap('malloc') / heap(strategy):.2f}x" if min(heap("malloc"), heap(strategy)) >= 1024 else "-"
     pattern = f"{site['ops']} ops, {site['candidate']} ({site['reason']})"
     print(f"| {name} ({iterations}) | {pattern} | {hot['verdict']} ({hot['why']}) | {a['best_general_purpose']} | "
           f"{gain(hot['time_gain'], hot['time_gain_lo'], hot['time_gain_hi'])} | {t_live:.2f}x | "
