@@ -60,10 +60,12 @@ for entry in "${programs[@]}"; do
   fi
   echo "advice proof: $name: $runs live runs of each form under $best" >&2
   for _ in $(seq "$runs"); do
-    echo "$name malloc $(live_run "$preload" "$example" malloc "$iterations")" >>"$out/live"
-    echo "$name $strategy $(live_run "$preload" "$example" "$strategy" "$iterations")" >>"$out/live"
-    echo "$name malloc-1 $(live_run "$preload" "$example" malloc 1)" >>"$out/live"
-    echo "$name $strategy-1 $(live_run "$preload" "$example" "$strategy" 1)" >>"$out/live"
+    {
+      echo "$name malloc $(live_run "$preload" "$example" malloc "$iterations")"
+      echo "$name $strategy $(live_run "$preload" "$example" "$strategy" "$iterations")"
+      echo "$name malloc-1 $(live_run "$preload" "$example" malloc 1)"
+      echo "$name $strategy-1 $(live_run "$preload" "$example" "$strategy" 1)"
+    } >>"$out/live"
   done
 done
 

@@ -85,7 +85,7 @@ for p in "${program_list[@]}"; do
   done
   rm -f "$out/$p.trace" "$out/$p.trace".*
   echo "fidelity: $p: $runs live runs per allocator" >&2
-  for r in $(seq "$runs"); do
+  for _ in $(seq "$runs"); do
     for a in "${allocator_list[@]}"; do
       echo "$p $a live $(live_run "${preload[$a]}" "${cmd[@]}")" >>"$out/live"
       echo "$p $a trivial $(live_run "${preload[$a]}" "${trivial[@]}")" >>"$out/live"
