@@ -41,7 +41,7 @@ struct heap_scratch {
 /// The advice applied: the arrays come from one stack, whose LIFO order the layout keeps.
 class stack_scratch {
 public:
-  // The deepest path holds at most 7 arrays of 12 extents each, plus the stack's headers.
+  // The deepest path holds at most 7 arrays of 11 extents each, plus the stack's headers.
   stack_scratch() : stack_(16 * 1024) {}
 
   void* allocate(std::size_t bytes) { return stack_.allocate(bytes, alignof(extent)); }
