@@ -25,6 +25,9 @@
 #include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "internal.hpp"
 #include "memkit/detail/base/os.hpp"
@@ -57,6 +60,81 @@ std::uint64_t monotonic_ns() noexcept {
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
          static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+/// The recorder's clock, ns since recording began. A CLOCK_MONOTONIC read costs 34 ns on the
+/// machine of docs/TRACE.md#overhead (clock_gettime through the vDSO, which orders its TSC read
+/// and checks a sequence count), a bare TSC read 13 ns: where the kernel keeps time by the TSC
+/// itself (so the TSC is invariant and synchronized across cores), the recorder reads the TSC
+/// and converts it at a rate measured against CLOCK_MONOTONIC when recording starts.
+struct trace_clock {
+  std::uint64_t mono0 = 0;    ///< CLOCK_MONOTONIC when recording began
+  std::uint64_t tsc0 = 0;     ///< the TSC then, if tsc_rate is not 0
+  std::uint64_t tsc_rate = 0; ///< ns per TSC tick, times 2^32; 0: CLOCK_MONOTONIC is read
+};
+trace_clock clk;
+
+// A tick count times a rate overflows 64 bits after a few minutes: the product is taken in 128.
+__extension__ using u128 = unsigned __int128;
+
+// How long the TSC's rate is measured: CLOCK_MONOTONIC read at both ends within about 30 ns, so
+// the rate is off by about 3e-5 (3 ms in 100 s of recording) and every thread converts alike.
+constexpr std::uint64_t calibration_ns = 1'000'000;
+
+#if defined(__x86_64__)
+/// \returns whether the kernel's clock source is the TSC.
+bool kernel_keeps_tsc_time() noexcept {
+  const int fd = ::open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                        O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return false;
+  }
+  char name[8] = {};
+  const ssize_t n = ::read(fd, name, sizeof name);
+  ::close(fd);
+  return n == 4 && std::memcmp(name, "tsc\n", 4) == 0;
+}
+
+/// A CLOCK_MONOTONIC read and the TSC at its middle.
+void clock_pair(std::uint64_t& mono, std::uint64_t& tsc) noexcept {
+  const std::uint64_t before = __rdtsc();
+  mono = monotonic_ns();
+  tsc = before + (__rdtsc() - before) / 2;
+}
+#endif
+
+/// Starts the clock: CLOCK_MONOTONIC now, and the TSC's rate if the recorder can read it.
+void start_clock() noexcept {
+  clk.mono0 = monotonic_ns();
+#if defined(__x86_64__)
+  if (!kernel_keeps_tsc_time()) {
+    return;
+  }
+  std::uint64_t m0 = 0;
+  std::uint64_t t0 = 0;
+  std::uint64_t m1 = 0;
+  std::uint64_t t1 = 0;
+  clock_pair(m0, t0);
+  do {
+    clock_pair(m1, t1);
+  } while (m1 - m0 < calibration_ns);
+  if (t1 > t0) {
+    clk.mono0 = m0;
+    clk.tsc0 = t0;
+    clk.tsc_rate = static_cast<std::uint64_t>((static_cast<u128>(m1 - m0) << 32) / (t1 - t0));
+  }
+#endif
+}
+
+/// \returns ns since recording began.
+MEMKIT_ALWAYS_INLINE std::uint64_t now() noexcept {
+#if defined(__x86_64__)
+  if (MEMKIT_LIKELY(clk.tsc_rate != 0)) {
+    return static_cast<std::uint64_t>((static_cast<u128>(__rdtsc() - clk.tsc0) * clk.tsc_rate) >>
+                                      32);
+  }
+#endif
+  return monotonic_ns() - clk.mono0;
 }
 
 struct buffer {
@@ -102,13 +180,15 @@ struct thread_record {
   thread_record* next = nullptr;     ///< the free records' stack
   thread_record* next_all = nullptr; ///< every record ever made, for the exit flush
   buffer* buf = nullptr;
-  tr::frame_encoder enc{nullptr, 0};
+  tr::frame_encoder enc{nullptr, 0, nullptr};
   std::uint32_t thread = 0;
   std::uint64_t sequence = 0;
   std::size_t preamble = 0;              ///< enc.size() with no event yet
+  std::uint64_t last_call = 0;           ///< the time of the thread's last call
   std::atomic<std::size_t> committed{0}; ///< bytes of whole events in buf, for the exit flush
   std::atomic<int> state{idle};
   std::uint64_t site_keys[site_slots]; ///< the call site in each local site slot; 0: none
+  tr::thread_coder coder;              ///< its blocks, from frame to frame
 };
 
 enum phase : int { off, starting, on, closed };
@@ -117,7 +197,6 @@ enum phase : int { off, starting, on, closed };
 struct recorder {
   std::atomic<int> phase{off};
   int fd = -1;
-  std::uint64_t t0 = 0;
   unsigned depth = 1;
   os::thread_key key{};
   std::atomic<buffer*> full{nullptr};
@@ -171,7 +250,7 @@ buffer* take_full() noexcept {
 
 void begin_frame(thread_record& r, buffer* b, std::uint64_t time) noexcept {
   r.buf = b;
-  r.enc = tr::frame_encoder(b->data, payload_bytes);
+  r.enc = tr::frame_encoder(b->data, payload_bytes, &r.coder);
   r.enc.begin(r.thread, r.sequence, time);
   r.preamble = r.enc.size();
   r.committed.store(r.preamble, std::memory_order_release);
@@ -222,8 +301,6 @@ void put_with(thread_record& r, std::uint64_t time, const TryPut& try_put) noexc
 void put(thread_record& r, const tr::event& e) noexcept {
   put_with(r, e.time_ns, [&] { return r.enc.put(e); });
 }
-
-std::uint64_t now() noexcept { return monotonic_ns() - rec.t0; }
 
 // ---- start: the file, at the first call recorded.
 
@@ -276,7 +353,7 @@ bool started() noexcept {
       !rec.phase.compare_exchange_strong(expected, starting, std::memory_order_acq_rel)) {
     return false; // another thread is starting it: its calls meanwhile go unrecorded
   }
-  rec.t0 = monotonic_ns();
+  start_clock();
   rec.depth = chosen.stack_depth;
   codec::file_header& h = rec.header;
   rec.fd = open_trace(chosen.trace_path, h.parent_pid);
@@ -325,6 +402,7 @@ thread_record* attach() noexcept {
     }
   } else {
     std::memset(r->site_keys, 0, sizeof r->site_keys);
+    r->coder.restart();
   }
   buffer* b = take_buffer();
   if (b == nullptr) {
@@ -463,6 +541,17 @@ MEMKIT_ALWAYS_INLINE thread_record* enter() noexcept {
   return enter_slow();
 }
 
+/// \returns the time of a call of the thread of `r`: now, or 1 ns after its previous call if the
+/// clock has not moved since. The TSC of the machine of docs/TRACE.md#overhead steps by 26 ticks
+/// (10 ns), less than a recorded malloc and free apart: a thread's calls never share a time, so
+/// sorting by time keeps each thread's order (a block's allocation before its free).
+MEMKIT_ALWAYS_INLINE std::uint64_t stamp(thread_record& r) noexcept {
+  const std::uint64_t t = now();
+  const std::uint64_t t_min = r.last_call + 1;
+  r.last_call = t < t_min ? t_min : t;
+  return r.last_call;
+}
+
 /// Records the call `c` (its time already set) with the site of `caller`, and leaves the
 /// recorder.
 void commit(thread_record& r, tr::call_fields& c, const void* caller) noexcept {
@@ -476,9 +565,50 @@ void record_call(trace_kind k, const void* caller, void* block, std::size_t size
                  std::size_t alignment) noexcept {
   if (thread_record* r = enter(); r != nullptr) {
     tr::call_fields c{
-        k, now(), tr::no_site, 0, size, alignment, reinterpret_cast<std::uintptr_t>(block)};
+        k, stamp(*r), tr::no_site, 0, size, alignment, reinterpret_cast<std::uintptr_t>(block)};
     commit(*r, c, caller);
   }
+}
+
+// In trace mode alone (not with stats or debug, whose checks and counts live on the slow paths),
+// a recorded call is served as the fast paths serve it, from the calling thread's heap, rather
+// than through allocate_slow and free_slow: their own work (making the heap, the failure
+// handling, the mode tests, a heap found again for the free) cost about 70 instructions a call
+// (callgrind, bench/instructions.sh), a quarter of what recording a call cost.
+
+/// allocate_slow(bytes, alignment), from the thread's heap where it can.
+void* allocate_recorded(std::size_t bytes, std::size_t alignment) noexcept {
+  process_heap* h = the_process_heap.load(std::memory_order_acquire);
+  if (the_mode == mode_trace && h != nullptr && alignment <= malloc_alignment) {
+    if (thread_heap* t = h->current_heap(); MEMKIT_LIKELY(t != nullptr)) {
+      if (void* p = process_heap::pop_small(*t, bytes); MEMKIT_LIKELY(p != nullptr)) {
+        return p;
+      }
+    }
+  }
+  return allocate_slow(bytes, alignment);
+}
+
+/// Frees `p` as free_slow does if it is a block of the heap's chunks and no other mode is on.
+/// \returns whether it did.
+bool release_recorded(void* p) noexcept {
+  process_heap* h = the_process_heap.load(std::memory_order_acquire);
+  if (the_mode != mode_trace || h == nullptr || p == nullptr) {
+    return false;
+  }
+  detail::thread::chunk* const c = h->find(p);
+  if (c == nullptr) {
+    return false;
+  }
+  if (thread_heap* t = h->current_heap(); MEMKIT_LIKELY(t != nullptr)) {
+    h->free_from(p, c, t);
+  } else {
+    h->free_found(p, c);
+  }
+  if (MEMKIT_UNLIKELY(--me.frees_until_tick == 0)) {
+    tick_slow(*h);
+  }
+  return true;
 }
 
 bool is_sized(trace_kind k) noexcept {
@@ -534,7 +664,8 @@ struct compressor {
 /// What the writer keeps: mmap'd when it starts (or by the exit flush, if it never ran).
 struct writer_state {
   compressor zstd;
-  std::uint8_t out[ZSTD_COMPRESSBOUND(payload_bytes) + codec::frame_header_size];
+  std::uint8_t streams[tr::streams_bound(payload_bytes)];
+  std::uint8_t out[ZSTD_COMPRESSBOUND(tr::streams_bound(payload_bytes)) + codec::frame_header_size];
   thread_record own; ///< thread 0: RSS samples and mappings
   std::uint64_t last_rss = 0;
   std::uint64_t last_mappings = 0;
@@ -543,8 +674,10 @@ struct writer_state {
   char exe[4096];
 };
 
+/// Writes the rows [raw, raw + size) of a thread's buffer as one frame: in streams, compressed.
 void write_frame(writer_state& w, const std::uint8_t* raw, std::size_t size) noexcept {
-  const std::size_t n = tr::write_frame(raw, size, w.out, w.zstd);
+  const std::size_t n =
+      tr::write_frame(w.streams, tr::to_streams(raw, size, w.streams), w.out, w.zstd);
   write_all(rec.fd, reinterpret_cast<const char*>(w.out), n);
 }
 
@@ -795,6 +928,7 @@ void child_after_fork() noexcept {
   rec.next_thread.store(1, std::memory_order_relaxed);
   if (thread_record* r = my_record; r != nullptr && r->buf != nullptr) {
     std::memset(r->site_keys, 0, sizeof r->site_keys);
+    r->coder.restart();
     r->thread = rec.next_thread.fetch_add(1, std::memory_order_relaxed);
     r->sequence = 0;
     const tr::event start = thread_start_event();
@@ -863,10 +997,11 @@ __attribute__((destructor)) void finish_at_exit() noexcept {
 
 void* allocate_slow_at(std::size_t bytes, std::size_t alignment, trace_kind k,
                        const void* caller) noexcept {
-  void* p = allocate_slow(bytes, alignment);
-  if (MEMKIT_UNLIKELY((the_mode & mode_trace) != 0) && k != untraced) {
-    record_call(k, caller, p, bytes, alignment);
+  if (MEMKIT_LIKELY((the_mode & mode_trace) == 0) || k == untraced) {
+    return allocate_slow(bytes, alignment);
   }
+  void* p = allocate_recorded(bytes, alignment);
+  record_call(k, caller, p, bytes, alignment);
   return p;
 }
 
@@ -874,6 +1009,9 @@ void release_slow_at(void* p, std::size_t size, std::size_t alignment, trace_kin
                      const void* caller) noexcept {
   if (MEMKIT_UNLIKELY((the_mode & mode_trace) != 0) && k != untraced) {
     record_call(k, caller, p, size, alignment);
+    if (release_recorded(p)) {
+      return;
+    }
   }
   if (is_sized(k)) {
     free_sized_slow(p, size);
@@ -889,7 +1027,7 @@ void* record_realloc(void* (*impl)(void*, std::size_t) noexcept, void* p, std::s
     return impl(p, bytes);
   }
   // Stamped when it begins, as a release: the block it gives up is free from then on.
-  tr::call_fields c{k, now(), tr::no_site, reinterpret_cast<std::uintptr_t>(p), bytes, 0, 0};
+  tr::call_fields c{k, stamp(*r), tr::no_site, reinterpret_cast<std::uintptr_t>(p), bytes, 0, 0};
   void* q = impl(p, bytes);
   c.block = reinterpret_cast<std::uintptr_t>(q);
   commit(*r, c, caller);

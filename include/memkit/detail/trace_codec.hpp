@@ -19,7 +19,7 @@ namespace trace_codec {
 inline constexpr std::uint8_t file_magic[8] = {'M', 'K', 'T', 'R', 'A', 'C', 'E', 0x1a};
 /// The format version this code writes and the only one it reads; any change to the bytes
 /// (docs/TRACE.md#format) increments it.
-inline constexpr std::uint32_t format_version = 1;
+inline constexpr std::uint32_t format_version = 2;
 /// File header: magic, version, header size, start wall-clock time, pid, parent pid, stack
 /// frames per site, reserved (all little-endian).
 inline constexpr std::size_t file_header_size = 40;
@@ -39,6 +39,42 @@ inline constexpr std::uint64_t max_build_id_bytes = 64;
 inline constexpr std::uint64_t max_thread = (std::uint64_t{1} << 24) - 1;
 inline constexpr std::uint64_t max_local_site = std::uint64_t{1} << 16;
 inline constexpr std::size_t max_varint_bytes = 10;
+
+/// How far back a release may name the allocation it frees (docs/TRACE.md#blocks): the
+/// encoder's table of recent allocations and the reader's ring hold this many. 16384 reaches
+/// most frees of a thread with up to about 5,000 random live blocks (memkit-bench's larson).
+inline constexpr std::uint64_t max_reference_age = std::uint64_t{1} << 14;
+/// Set on an event's tag byte when its released block is a reference to an earlier allocation
+/// of the thread, not an address.
+inline constexpr std::uint8_t reference_flag = 0x80;
+/// Size classes whose last block an allocation's address is taken from (size_class).
+inline constexpr std::size_t block_classes = 64;
+
+/// The class of a request of `size` bytes: 16-byte steps up to 128 bytes, then four classes a
+/// doubling, as memkit's and jemalloc's size classes, the last one taking every larger size. An
+/// allocation's address is written as a delta from the last block of its class, where the next
+/// block of a class usually lies. Part of the format: changing it changes the version.
+inline std::size_t size_class(std::uint64_t size) noexcept {
+  const std::uint64_t n = size == 0 ? 1 : size;
+  if (n <= 128) {
+    return static_cast<std::size_t>((n - 1) >> 4);
+  }
+  const auto k = static_cast<unsigned>(63 - __builtin_clzll(n - 1));
+  const std::uint64_t c = 4 * std::uint64_t{k} - 24 + ((n - 1) >> (k - 2));
+  return c < block_classes ? static_cast<std::size_t>(c) : block_classes - 1;
+}
+
+/// The streams a frame's payload holds its fields in, in this order (docs/TRACE.md#frames): each
+/// kind of field apart, which zstd compresses far better than events written whole.
+enum stream : std::uint8_t {
+  s_tag,   ///< one byte an event: its kind and reference flag
+  s_time,  ///< time deltas
+  s_site,  ///< sites
+  s_size,  ///< sizes
+  s_block, ///< blocks (old block, block)
+  s_other, ///< alignments, thread ids, site definitions, mappings
+  stream_count,
+};
 
 inline std::uint64_t zigzag(std::int64_t v) noexcept {
   return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
@@ -175,12 +211,21 @@ enum field : std::uint8_t {
   f_frames = 64,   ///< site definition: local index, frame count, frames as deltas
   f_mapping = 128, ///< start, length, file offset, path, build id
 };
+/// Not a field: set for the kinds whose f_block is a block released (free, operator delete).
+inline constexpr int f_releases = 256;
 
-/// The delta state of one frame's payload, reset at each frame so any frame decodes on its own.
+/// The delta state of one frame's payload, reset at each frame.
 struct delta_state {
   std::uint64_t time = 0;
-  std::uint64_t block = 0;
   std::uint64_t frame = 0;
+};
+
+/// The block state of one thread, carried from each of its frames to the next: what encoder and
+/// reader both know (docs/TRACE.md#blocks).
+struct block_state {
+  std::uint64_t serial = 0;                 ///< the thread's allocations numbered so far
+  std::uint64_t released = 0;               ///< the last released block written as an address
+  std::uint64_t recent[block_classes] = {}; ///< the last block of each size class
 };
 
 } // namespace trace_codec
