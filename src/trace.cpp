@@ -216,9 +216,13 @@ struct recorder {
 };
 recorder rec;
 
-thread_local thread_record* my_record = nullptr;
-thread_local bool in_recorder = false;
-thread_local bool my_exit_done = false;
+/// The calling thread's side of the recorder, in one TLS object (one address for all three).
+struct thread_side {
+  thread_record* record = nullptr;
+  bool in_recorder = false; ///< set while the recorder runs: calls it makes are not recorded
+  bool exit_done = false;   ///< its exit was recorded: later calls are not
+};
+thread_local thread_side mine;
 
 buffer* take_buffer() noexcept {
   if (buffer* b = rec.free_buffers.pop(); b != nullptr) {
@@ -269,7 +273,7 @@ void ship(buffer* b) noexcept {
 
 /// Pushes the owner's buffer and starts the next frame at `time`. \returns false when the exit
 /// flush took the buffer or no memory is left: the event is dropped.
-bool hand_off(thread_record& r, std::uint64_t time) noexcept {
+MEMKIT_NOINLINE bool hand_off(thread_record& r, std::uint64_t time) noexcept {
   int expected = open;
   if (!r.state.compare_exchange_strong(expected, handing, std::memory_order_acq_rel)) {
     return false;
@@ -287,7 +291,8 @@ bool hand_off(thread_record& r, std::uint64_t time) noexcept {
 
 /// Encodes by `try_put` into the thread's buffer, handing it over first if full.
 template <class TryPut>
-void put_with(thread_record& r, std::uint64_t time, const TryPut& try_put) noexcept {
+MEMKIT_ALWAYS_INLINE void put_with(thread_record& r, std::uint64_t time,
+                                   const TryPut& try_put) noexcept {
   if (MEMKIT_UNLIKELY(!try_put())) {
     // An empty buffer holds any event: the largest, a site of max_stack_depth frames, is under
     // 1 KiB.
@@ -414,7 +419,7 @@ thread_record* attach() noexcept {
   const tr::event start = thread_start_event();
   begin_frame(*r, b, start.time_ns);
   r->state.store(open, std::memory_order_release);
-  my_record = r;
+  mine.record = r;
   os::set_thread_value(rec.key, r);
   put(*r, start);
   return r;
@@ -424,7 +429,7 @@ thread_record* attach() noexcept {
 /// the thread makes after it (later destructors, the C library's own teardown) go unrecorded.
 void thread_exited(void* record) noexcept {
   auto* r = static_cast<thread_record*>(record);
-  in_recorder = true;
+  mine.in_recorder = true;
   if (rec.phase.load(std::memory_order_acquire) == on) {
     tr::event e;
     e.kind = tr::event_kind::thread_exit;
@@ -439,9 +444,9 @@ void thread_exited(void* record) noexcept {
     r->state.store(idle, std::memory_order_release);
     rec.free_records.push(r);
   }
-  my_record = nullptr;
-  my_exit_done = true;
-  in_recorder = false;
+  mine.record = nullptr;
+  mine.exit_done = true;
+  mine.in_recorder = false;
 }
 
 std::uint64_t mix(std::uint64_t k) noexcept {
@@ -514,28 +519,29 @@ MEMKIT_ALWAYS_INLINE std::uint32_t site_of(thread_record& r, const void* caller,
 }
 
 /// enter() for a thread's first call, or when recording is not on.
-thread_record* enter_slow() noexcept {
-  in_recorder = true;
+MEMKIT_NOINLINE thread_record* enter_slow() noexcept {
+  mine.in_recorder = true;
   thread_record* r = nullptr;
   if (started()) {
-    r = my_record != nullptr ? my_record : attach();
+    r = mine.record != nullptr ? mine.record : attach();
   }
   if (r == nullptr || r->state.load(std::memory_order_relaxed) != open) {
-    in_recorder = false;
+    mine.in_recorder = false;
     return nullptr;
   }
   return r;
 }
 
-/// The calling thread's record if this call is to be recorded, with in_recorder set; else null.
+/// The calling thread's record if this call is to be recorded, with mine.in_recorder set; else
+/// null.
 MEMKIT_ALWAYS_INLINE thread_record* enter() noexcept {
-  if (in_recorder || my_exit_done) {
+  if (mine.in_recorder || mine.exit_done) {
     return nullptr;
   }
-  thread_record* r = my_record;
+  thread_record* r = mine.record;
   if (MEMKIT_LIKELY(r != nullptr && rec.phase.load(std::memory_order_acquire) == on &&
                     r->state.load(std::memory_order_relaxed) == open)) {
-    in_recorder = true;
+    mine.in_recorder = true;
     return r;
   }
   return enter_slow();
@@ -553,16 +559,25 @@ MEMKIT_ALWAYS_INLINE std::uint64_t stamp(thread_record& r) noexcept {
 }
 
 /// Records the call `c` (its time already set) with the site of `caller`, and leaves the
-/// recorder.
-void commit(thread_record& r, tr::call_fields& c, const void* caller) noexcept {
+/// recorder. The kinds most calls are, malloc's and free's fields, get an encoder of their own
+/// with the tests of the fields they lack folded away.
+MEMKIT_ALWAYS_INLINE void commit(thread_record& r, tr::call_fields& c,
+                                 const void* caller) noexcept {
   c.site = site_of(r, caller, c.time_ns);
-  put_with(r, c.time_ns, [&] { return r.enc.put_call(c); });
-  in_recorder = false;
+  const int f = tr::kind_fields(static_cast<std::uint8_t>(c.kind));
+  if (f == tr::fields::alloc) {
+    put_with(r, c.time_ns, [&] { return r.enc.put_call(c, tr::fields::alloc); });
+  } else if (f == tr::fields::free) {
+    put_with(r, c.time_ns, [&] { return r.enc.put_call(c, tr::fields::free); });
+  } else {
+    put_with(r, c.time_ns, [&] { return r.enc.put_call(c, f); });
+  }
+  mine.in_recorder = false;
 }
 
 /// Records a call of kind `k` from `caller` on `block`, stamped now.
-void record_call(trace_kind k, const void* caller, void* block, std::size_t size,
-                 std::size_t alignment) noexcept {
+MEMKIT_NOINLINE void record_call(trace_kind k, const void* caller, void* block, std::size_t size,
+                                 std::size_t alignment) noexcept {
   if (thread_record* r = enter(); r != nullptr) {
     tr::call_fields c{
         k, stamp(*r), tr::no_site, 0, size, alignment, reinterpret_cast<std::uintptr_t>(block)};
@@ -862,7 +877,7 @@ void finish_writing(writer_state& w) noexcept {
 }
 
 void* writer_main(void*) noexcept {
-  in_recorder = true;
+  mine.in_recorder = true;
   sigset_t all;
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_BLOCK, &all, nullptr); // the program's signals are not for this thread
@@ -905,7 +920,7 @@ void child_after_fork() noexcept {
     return;
   }
   for (thread_record* r = rec.all.load(std::memory_order_relaxed); r != nullptr; r = r->next_all) {
-    if (r != my_record) {
+    if (r != mine.record) {
       r->state.store(idle, std::memory_order_relaxed);
     }
   }
@@ -926,7 +941,7 @@ void child_after_fork() noexcept {
   rec.header.pid = static_cast<std::uint32_t>(::getpid());
   write_header();
   rec.next_thread.store(1, std::memory_order_relaxed);
-  if (thread_record* r = my_record; r != nullptr && r->buf != nullptr) {
+  if (thread_record* r = mine.record; r != nullptr && r->buf != nullptr) {
     std::memset(r->site_keys, 0, sizeof r->site_keys);
     r->coder.restart();
     r->thread = rec.next_thread.fetch_add(1, std::memory_order_relaxed);
@@ -934,9 +949,9 @@ void child_after_fork() noexcept {
     const tr::event start = thread_start_event();
     begin_frame(*r, r->buf, start.time_ns);
     r->state.store(open, std::memory_order_relaxed);
-    in_recorder = true;
+    mine.in_recorder = true;
     put(*r, start);
-    in_recorder = false;
+    mine.in_recorder = false;
   }
 }
 
@@ -949,12 +964,12 @@ __attribute__((constructor)) void start_writer() noexcept {
   if ((the_mode & mode_trace) == 0) {
     return;
   }
-  in_recorder = true;
+  mine.in_recorder = true;
   if (started() && ::pthread_create(&rec.writer, nullptr, &writer_main, nullptr) == 0) {
     rec.writer_running.store(true, std::memory_order_release);
     ::pthread_atfork(&before_fork, &parent_after_fork, &child_after_fork);
   }
-  in_recorder = false;
+  mine.in_recorder = false;
 }
 
 /// At exit: every thread's buffer up to its last whole event goes out, then the writer's last
@@ -964,7 +979,7 @@ __attribute__((destructor)) void finish_at_exit() noexcept {
   if (!rec.phase.compare_exchange_strong(expected, closed, std::memory_order_acq_rel)) {
     return;
   }
-  in_recorder = true;
+  mine.in_recorder = true;
   for (thread_record* r = rec.all.load(std::memory_order_acquire); r != nullptr; r = r->next_all) {
     int state = open;
     while (!r->state.compare_exchange_weak(state, stolen, std::memory_order_acq_rel)) {

@@ -235,8 +235,8 @@ struct thread_coder {
 /// Encodes the tag, the time delta and the fields `f` (kind_fields) of `c`'s kind at `out`, against
 /// the frame's delta state and the thread's blocks `t`: every event's start, and all of a call.
 /// \returns the position after.
-inline std::uint8_t* encode_call(const call_fields& c, int f, codec::delta_state& s,
-                                 thread_coder& t, std::uint8_t* out) noexcept {
+MEMKIT_ALWAYS_INLINE std::uint8_t* encode_call(const call_fields& c, int f, codec::delta_state& s,
+                                               thread_coder& t, std::uint8_t* out) noexcept {
   using namespace codec;
   std::uint8_t* const tag = out++;
   std::uint8_t flag = 0;
@@ -352,14 +352,19 @@ public:
     ++events_;
     return true;
   }
-  /// put() for a call, without an event: the recorder's path for every call it records.
-  MEMKIT_ALWAYS_INLINE bool put_call(const call_fields& c) noexcept {
+  /// put() for a call, without an event: the recorder's path for every call it records. `f` is
+  /// kind_fields of its kind: a constant where the caller knows it, so the tests of the fields
+  /// the kind lacks fold away.
+  MEMKIT_ALWAYS_INLINE bool put_call(const call_fields& c, int f) noexcept {
     if (MEMKIT_UNLIKELY(static_cast<std::size_t>(end_ - p_) < max_call_bytes)) {
       return false;
     }
-    p_ = encode_call(c, kind_fields(static_cast<std::uint8_t>(c.kind)), state_, *coder_, p_);
+    p_ = encode_call(c, f, state_, *coder_, p_);
     ++events_;
     return true;
+  }
+  bool put_call(const call_fields& c) noexcept {
+    return put_call(c, kind_fields(static_cast<std::uint8_t>(c.kind)));
   }
   const std::uint8_t* data() const noexcept { return begin_; }
   std::size_t size() const noexcept { return static_cast<std::size_t>(p_ - begin_); }
@@ -379,17 +384,25 @@ private:
 template <class Sink>
 bool walk_rows(const std::uint8_t* p, const std::uint8_t* const end, Sink&& sink) noexcept {
   using namespace codec;
-  // One varint's bytes to `to`.
+  // One varint's bytes to `to`; its value to `value` if not null.
   auto varint = [&](std::uint8_t to, std::uint64_t* value) {
     const std::uint8_t* const at = p;
-    std::uint64_t v = 0;
-    if (!get_varint(&p, end, &v)) {
-      return false;
+    if (value != nullptr) {
+      if (!get_varint(&p, end, value)) {
+        return false;
+      }
+    } else { // only its length: the writer thread walks every field twice
+      const std::uint8_t* const last =
+          end - at > static_cast<std::ptrdiff_t>(max_varint_bytes) ? at + max_varint_bytes : end;
+      while (p != last && (*p & 0x80) != 0) {
+        ++p;
+      }
+      if (p == last) {
+        return false;
+      }
+      ++p;
     }
     sink(to, at, static_cast<std::size_t>(p - at));
-    if (value != nullptr) {
-      *value = v;
-    }
     return true;
   };
   for (int i = 0; i < 3; ++i) {
@@ -459,7 +472,13 @@ inline std::size_t to_streams(const std::uint8_t* rows, std::size_t n, std::uint
     p += length[s];
   }
   walk_rows(rows, rows + n, [&](std::uint8_t s, const std::uint8_t* bytes, std::size_t k) {
-    std::memcpy(at[s], bytes, k);
+    if (k <= max_varint_bytes) { // a field: a few bytes, cheaper copied than passed to memcpy
+      for (std::size_t i = 0; i < k; ++i) {
+        at[s][i] = bytes[i];
+      }
+    } else {
+      std::memcpy(at[s], bytes, k);
+    }
     at[s] += k;
   });
   return static_cast<std::size_t>(p - out);

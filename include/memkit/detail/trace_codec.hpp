@@ -93,9 +93,20 @@ inline std::uint64_t undelta(std::uint64_t from, std::uint64_t d) noexcept {
 /// Writes `v` as LEB128 (7 bits a byte, low first, high bit = more follows) at `out`.
 /// \returns the position after it: at most max_varint_bytes later.
 inline std::uint8_t* put_varint(std::uint8_t* out, std::uint64_t v) noexcept {
-  if (v < 0x80) { // most fields: one byte, without a loop
+  if (v < 0x80) { // most fields: one to three bytes, without a loop
     *out = static_cast<std::uint8_t>(v);
     return out + 1;
+  }
+  if (v < 0x4000) {
+    out[0] = static_cast<std::uint8_t>(v | 0x80);
+    out[1] = static_cast<std::uint8_t>(v >> 7);
+    return out + 2;
+  }
+  if (v < 0x20'0000) {
+    out[0] = static_cast<std::uint8_t>(v | 0x80);
+    out[1] = static_cast<std::uint8_t>((v >> 7) | 0x80);
+    out[2] = static_cast<std::uint8_t>(v >> 14);
+    return out + 3;
   }
   while (v >= 0x80) {
     *out++ = static_cast<std::uint8_t>(v | 0x80);
