@@ -148,8 +148,9 @@ struct event {
   /// The trace's thread number: 1, 2, ... in the order threads first recorded; 0 for the
   /// recorder's own events (rss_sample, mapping).
   std::uint32_t thread = 0;
-  /// Nanoseconds since the start of recording (CLOCK_MONOTONIC). An allocation's time is taken
-  /// after it returned, a release's before it began, so a block's reuse never precedes its free.
+  /// Nanoseconds since the start of recording (docs/TRACE.md#timestamps), strictly increasing
+  /// within a thread. An allocation's time is taken after it returned, a release's before it
+  /// began, so a block's reuse never precedes its free.
   std::uint64_t time_ns = 0;
   /// The block's address: what an allocation returned (0: it failed), what a release or realloc
   /// was given or, for realloc, what it returned; a mapping's start address.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 // memkit/detail/trace_codec.hpp: the byte level of the allocation trace format (docs/TRACE.md):
-// varints, zigzag deltas, the fixed little-endian headers, the payload checksum and the limits a
-// reader enforces. No allocation and no I/O, so the recorder inside malloc can use it.
+// varints, zigzag deltas, the fixed little-endian headers, the payload checksum, the payload's
+// streams, the size classes and block state blocks are coded against, and the limits a reader
+// enforces. No allocation and no I/O, so the recorder inside malloc can use it.
 #pragma once
 
 #include <cstddef>
