@@ -40,9 +40,10 @@ namespace tr = memkit::trace;
 namespace codec = memkit::detail::trace_codec;
 namespace os = memkit::detail::os;
 
-// Raw payload bytes per buffer (one frame): about 10,000 events of 4 to 8 raw bytes, so a thread
-// hands a buffer over once per that many calls, and zstd sees enough to compress well.
-constexpr std::size_t payload_bytes = std::size_t{64} << 10;
+// Raw payload bytes per buffer (one frame): about 25,000 events of 4 to 6 raw bytes, so a thread
+// hands a buffer over once per that many calls, and zstd sees enough to compress well (64 KiB
+// frames took 4.2 bytes an event of memkit-bench larson-2t, these 3.9: bench/trace_overhead.sh).
+constexpr std::size_t payload_bytes = std::size_t{128} << 10;
 // Call sites a thread remembers, direct-mapped by return address: a site evicted by another is
 // defined again (a few bytes) when next used.
 constexpr std::size_t site_slots = 4096;
@@ -639,7 +640,10 @@ bool is_sized(trace_kind k) noexcept {
 /// uncompressed.
 struct zstd_api {
   void* (*create)() = nullptr;
-  std::size_t (*compress)(void*, void*, std::size_t, const void*, std::size_t, int) = nullptr;
+  std::size_t (*set_parameter)(void*, ZSTD_cParameter, int) = nullptr;
+  std::size_t (*compress_stream)(void*, ZSTD_outBuffer*, ZSTD_inBuffer*,
+                                 ZSTD_EndDirective) = nullptr;
+  std::size_t (*reset)(void*, ZSTD_ResetDirective) = nullptr;
   unsigned (*is_error)(std::size_t) = nullptr;
   bool tried = false;
 };
@@ -655,11 +659,16 @@ void load_zstd() noexcept {
     write_stderr("memkit: libzstd.so.1 not found; the trace is written uncompressed\n");
     return;
   }
-  zstd.compress = reinterpret_cast<decltype(zstd.compress)>(::dlsym(lib, "ZSTD_compressCCtx"));
+  zstd.set_parameter =
+      reinterpret_cast<decltype(zstd.set_parameter)>(::dlsym(lib, "ZSTD_CCtx_setParameter"));
+  zstd.compress_stream =
+      reinterpret_cast<decltype(zstd.compress_stream)>(::dlsym(lib, "ZSTD_compressStream2"));
+  zstd.reset = reinterpret_cast<decltype(zstd.reset)>(::dlsym(lib, "ZSTD_CCtx_reset"));
   zstd.is_error = reinterpret_cast<decltype(zstd.is_error)>(::dlsym(lib, "ZSTD_isError"));
-  zstd.create = zstd.compress != nullptr && zstd.is_error != nullptr
-                    ? reinterpret_cast<decltype(zstd.create)>(::dlsym(lib, "ZSTD_createCCtx"))
-                    : nullptr;
+  const bool all = zstd.set_parameter != nullptr && zstd.compress_stream != nullptr &&
+                   zstd.reset != nullptr && zstd.is_error != nullptr;
+  zstd.create =
+      all ? reinterpret_cast<decltype(zstd.create)>(::dlsym(lib, "ZSTD_createCCtx")) : nullptr;
 }
 
 /// One compression context: tr::write_frame's `compress`.
@@ -668,11 +677,14 @@ struct compressor {
 
   std::size_t operator()(std::uint8_t* dst, std::size_t capacity, const std::uint8_t* src,
                          std::size_t n) const noexcept {
-    if (cctx == nullptr) {
+    if (cctx == nullptr || zstd.is_error(zstd.reset(cctx, ZSTD_reset_session_only)) != 0) {
       return 0;
     }
-    const std::size_t r = zstd.compress(cctx, dst, capacity, src, n, zstd_level);
-    return zstd.is_error(r) != 0 ? 0 : r;
+    return tr::compress_parts(dst, capacity, src, n,
+                              [&](ZSTD_outBuffer* out, ZSTD_inBuffer* in, ZSTD_EndDirective end) {
+                                const std::size_t left = zstd.compress_stream(cctx, out, in, end);
+                                return zstd.is_error(left) == 0 && left == 0;
+                              });
   }
 };
 
@@ -680,7 +692,7 @@ struct compressor {
 struct writer_state {
   compressor zstd;
   std::uint8_t streams[tr::streams_bound(payload_bytes)];
-  std::uint8_t out[ZSTD_COMPRESSBOUND(tr::streams_bound(payload_bytes)) + codec::frame_header_size];
+  std::uint8_t out[tr::frame_bound(tr::streams_bound(payload_bytes))];
   thread_record own; ///< thread 0: RSS samples and mappings
   std::uint64_t last_rss = 0;
   std::uint64_t last_mappings = 0;
@@ -832,6 +844,10 @@ writer_state* new_writer_state() noexcept {
   auto* w = ::new (m) writer_state;
   load_zstd();
   w->zstd.cctx = zstd.create != nullptr ? zstd.create() : nullptr;
+  if (w->zstd.cctx != nullptr &&
+      zstd.is_error(zstd.set_parameter(w->zstd.cctx, ZSTD_c_compressionLevel, zstd_level)) != 0) {
+    w->zstd.cctx = nullptr; // stored frames, as without libzstd
+  }
   buffer* b = take_buffer();
   if (b == nullptr) {
     return nullptr;

@@ -340,6 +340,16 @@ TEST(Trace, AReferenceBeyondTheThreadsAllocationsIsAnError) {
   flagged_malloc[3] |= codec::reference_flag;
   expect_error(frame_of_rows(flagged_malloc), 0, codec::file_header_size,
                "a reference flag on a kind that releases no block");
+  std::vector<std::uint8_t> flagged_free = rows;
+  flagged_free[8] = static_cast<std::uint8_t>(trace::event_kind::free) | codec::reuse_flag;
+  expect_error(frame_of_rows(flagged_free), 1, codec::file_header_size,
+               "a reuse flag on a kind that allocates no block");
+  // The malloc reuses released block 0 of its class, where nothing was released.
+  std::vector<std::uint8_t> reuse_nothing = rows;
+  reuse_nothing[3] |= codec::reuse_flag;
+  reuse_nothing[7] = 0;
+  expect_error(frame_of_rows(reuse_nothing), 0, codec::file_header_size,
+               "a reuse of released block 0 of a size class that has none there");
 }
 
 TEST(Trace, StreamsThatOutlastTheEventsAreAnError) {
@@ -375,9 +385,19 @@ TEST(TraceCodec, AReleaseNamesItsAllocationByReference) {
       static_cast<std::uint8_t>(k::operator_delete_sized) | codec::reference_flag, 1, 0, 0, 1};
   ASSERT_EQ(sizeof want, enc.size() - before);
   EXPECT_EQ(0, std::memcmp(want, buf + before, sizeof want));
-  // Freed once, the block is no longer in the table: a second free is written as an address.
+  // An allocation of the same class that returns the released block names its place among the
+  // class's released blocks: the first.
+  const std::size_t reuse = enc.size();
+  ASSERT_TRUE(enc.put_call({k::operator_new, 4, trace::no_site, 0, 33, 0, 0x7000}));
+  const std::uint8_t reused[] = {static_cast<std::uint8_t>(k::operator_new) | codec::reuse_flag, 1,
+                                 0, 33, 0};
+  ASSERT_EQ(sizeof reused, enc.size() - reuse);
+  EXPECT_EQ(0, std::memcmp(reused, buf + reuse, sizeof reused));
+  // The block at 0x7030 was never released: a free of 0x7000 now names the last allocation, and
+  // a second free of it, forgotten by then, is written as an address.
+  ASSERT_TRUE(enc.put_call({k::free, 5, trace::no_site, 0, 0, 0, 0x7000}));
   const std::size_t again = enc.size();
-  ASSERT_TRUE(enc.put_call({k::free, 4, trace::no_site, 0, 0, 0, 0x7000}));
+  ASSERT_TRUE(enc.put_call({k::free, 6, trace::no_site, 0, 0, 0, 0x7000}));
   EXPECT_EQ(static_cast<std::uint8_t>(k::free), buf[again]);
   EXPECT_LT(preamble, again);
 }
@@ -395,7 +415,8 @@ std::vector<std::vector<trace::event>> random_calls(std::uint64_t seed, int thre
   };
   using k = trace::event_kind;
   std::vector<std::vector<trace::event>> out(static_cast<std::size_t>(threads));
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> live; // block, size
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> live;     // block, size
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> released; // block, size
   std::uint64_t top = 0x5555'0000'0000;
   for (int i = 0; i < calls; ++i) {
     trace::event e;
@@ -411,6 +432,13 @@ std::vector<std::vector<trace::event>> random_calls(std::uint64_t seed, int thre
       e.kind = (r >> 50) % 2 == 0 ? k::malloc : k::operator_new;
       e.size = size;
       e.block = (r >> 44) % 16 == 0 ? 0 : (top += 16 * (1 + (r >> 52) % 8));
+      if ((r >> 44) % 4 == 1 && !released.empty()) { // a block released before, as allocators do
+        const std::size_t back = std::min<std::size_t>((r >> 53) % 12, released.size() - 1);
+        const auto it = released.end() - 1 - static_cast<std::ptrdiff_t>(back);
+        e.block = it->first;
+        e.size = (r >> 58) % 2 == 0 ? it->second : size;
+        released.erase(it);
+      }
       if (e.block != 0) {
         live.emplace_back(e.block, e.size);
       }
@@ -428,6 +456,7 @@ std::vector<std::vector<trace::event>> random_calls(std::uint64_t seed, int thre
       e.size = e.kind == k::free    ? 0
                : (r >> 55) % 4 == 0 ? live[pick].second + 8
                                     : live[pick].second;
+      released.push_back(live[pick]);
       live.erase(live.begin() + static_cast<std::ptrdiff_t>(pick));
       break;
     case 6: // a realloc in place, or moving

@@ -48,6 +48,14 @@ inline constexpr std::uint64_t max_reference_age = std::uint64_t{1} << 14;
 /// Set on an event's tag byte when its released block is a reference to an earlier allocation
 /// of the thread, not an address.
 inline constexpr std::uint8_t reference_flag = 0x80;
+/// Set on an event's tag byte when its allocated block is one of its size class's recently
+/// released blocks (block_state::freed), named by its place there.
+inline constexpr std::uint8_t reuse_flag = 0x40;
+/// The tag's bits that are its kind.
+inline constexpr std::uint8_t kind_mask = 0x3f;
+/// Released blocks remembered per size class, most recent first: an allocator hands out a
+/// class's last freed block first more often than not (LIFO free lists).
+inline constexpr std::size_t freed_depth = 8;
 /// Size classes whose last block an allocation's address is taken from (size_class).
 inline constexpr std::size_t block_classes = 64;
 
@@ -68,12 +76,14 @@ inline std::size_t size_class(std::uint64_t size) noexcept {
 /// The streams a frame's payload holds its fields in, in this order (docs/TRACE.md#frames): each
 /// kind of field apart, which zstd compresses far better than events written whole.
 enum stream : std::uint8_t {
-  s_tag,   ///< one byte an event: its kind and reference flag
-  s_time,  ///< time deltas
-  s_site,  ///< sites
-  s_size,  ///< sizes
-  s_block, ///< blocks (old block, block)
-  s_other, ///< alignments, thread ids, site definitions, mappings
+  s_tag,          ///< one byte an event: its kind and flags
+  s_time,         ///< time deltas
+  s_site,         ///< sites
+  s_size,         ///< sizes, but a release's
+  s_release_size, ///< a sized release's size: mostly 0, a delta from its allocation's
+  s_released,     ///< released blocks (a release's block, a realloc's old block)
+  s_allocated,    ///< allocated blocks (an allocation's block, a realloc's new block)
+  s_other,        ///< alignments, thread ids, site definitions, mappings
   stream_count,
 };
 
@@ -238,6 +248,28 @@ struct block_state {
   std::uint64_t serial = 0;                 ///< the thread's allocations numbered so far
   std::uint64_t released = 0;               ///< the last released block written as an address
   std::uint64_t recent[block_classes] = {}; ///< the last block of each size class
+  /// Each class's last freed_depth blocks released by reference and not allocated again, most
+  /// recent first; 0: none.
+  std::uint64_t freed[block_classes][freed_depth] = {};
+
+  /// \effects remembers `block`, released, as the most recent of class `k` (the oldest goes).
+  void push_freed(std::size_t k, std::uint64_t block) noexcept {
+    std::memmove(&freed[k][1], &freed[k][0], (freed_depth - 1) * sizeof freed[k][0]);
+    freed[k][0] = block;
+  }
+  /// \returns the place of `block` (not 0) among class `k`'s released blocks, or freed_depth.
+  std::size_t find_freed(std::size_t k, std::uint64_t block) const noexcept {
+    std::size_t i = 0;
+    while (i < freed_depth && freed[k][i] != block) {
+      ++i;
+    }
+    return i;
+  }
+  /// \effects forgets class `k`'s released block at place `i`: allocated again.
+  void take_freed(std::size_t k, std::size_t i) noexcept {
+    std::memmove(&freed[k][i], &freed[k][i + 1], (freed_depth - 1 - i) * sizeof freed[k][0]);
+    freed[k][freed_depth - 1] = 0;
+  }
 };
 
 } // namespace trace_codec
