@@ -228,6 +228,7 @@ struct thread_coder {
     state.released = 0;
     std::memset(state.recent, 0, sizeof state.recent);
     std::memset(state.freed, 0, sizeof state.freed);
+    std::memset(state.freed_top, 0, sizeof state.freed_top);
   }
   static std::size_t slot(std::uint64_t block) noexcept {
     return static_cast<std::size_t>((block * 0x9e3779b97f4a7c15u) >> (64 - table_bits));
@@ -974,12 +975,12 @@ private:
       const std::size_t k = size_class(e.size);
       if (!reuse) {
         e.block = undelta(b.recent[k], v);
-      } else if (v >= freed_depth || b.freed[k][v] == 0) {
+      } else if (v >= freed_depth || b.freed_at(k, static_cast<std::size_t>(v)) == 0) {
         return bad_event(start, "a reuse of released block " + std::to_string(v) +
                                     " of a size class that has none there");
       } else {
-        e.block = b.freed[k][v];
-        b.take_freed(k, v);
+        e.block = b.freed_at(k, static_cast<std::size_t>(v));
+        b.take_freed(k, static_cast<std::size_t>(v));
       }
       b.recent[k] = e.block;
       if (e.block != 0) {

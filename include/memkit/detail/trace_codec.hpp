@@ -249,26 +249,38 @@ struct block_state {
   std::uint64_t released = 0;               ///< the last released block written as an address
   std::uint64_t recent[block_classes] = {}; ///< the last block of each size class
   /// Each class's last freed_depth blocks released by reference and not allocated again, most
-  /// recent first; 0: none.
+  /// recent first (0: none): place i of class k is freed[k][(freed_top[k] + i) % freed_depth], a
+  /// ring, so that the usual push and take of place 0 move no block.
   std::uint64_t freed[block_classes][freed_depth] = {};
+  std::uint8_t freed_top[block_classes] = {};
 
+  static_assert((freed_depth & (freed_depth - 1)) == 0, "a ring indexed by masking");
+  /// \returns class `k`'s released block at place `i` (0: none).
+  std::uint64_t freed_at(std::size_t k, std::size_t i) const noexcept {
+    return freed[k][(freed_top[k] + i) & (freed_depth - 1)];
+  }
   /// \effects remembers `block`, released, as the most recent of class `k` (the oldest goes).
   void push_freed(std::size_t k, std::uint64_t block) noexcept {
-    std::memmove(&freed[k][1], &freed[k][0], (freed_depth - 1) * sizeof freed[k][0]);
-    freed[k][0] = block;
+    freed_top[k] = static_cast<std::uint8_t>((freed_top[k] - 1) & (freed_depth - 1));
+    freed[k][freed_top[k]] = block;
   }
   /// \returns the place of `block` (not 0) among class `k`'s released blocks, or freed_depth.
   std::size_t find_freed(std::size_t k, std::uint64_t block) const noexcept {
     std::size_t i = 0;
-    while (i < freed_depth && freed[k][i] != block) {
+    while (i < freed_depth && freed_at(k, i) != block) {
       ++i;
     }
     return i;
   }
-  /// \effects forgets class `k`'s released block at place `i`: allocated again.
+  /// \effects forgets class `k`'s released block at place `i`, allocated again: the blocks after
+  /// it move up one place, and the last place is empty.
   void take_freed(std::size_t k, std::size_t i) noexcept {
-    std::memmove(&freed[k][i], &freed[k][i + 1], (freed_depth - 1 - i) * sizeof freed[k][0]);
-    freed[k][freed_depth - 1] = 0;
+    const unsigned top = freed_top[k];
+    for (std::size_t j = i; j != 0; --j) { // the blocks before it move back one, the top on one
+      freed[k][(top + j) & (freed_depth - 1)] = freed[k][(top + j - 1) & (freed_depth - 1)];
+    }
+    freed[k][top] = 0;
+    freed_top[k] = static_cast<std::uint8_t>((top + 1) & (freed_depth - 1));
   }
 };
 
