@@ -20,7 +20,8 @@ namespace codec = memkit::detail::trace_codec;
 
 std::vector<std::uint8_t> wrap_payload(const std::uint8_t* data, std::size_t size) {
   std::vector<std::uint8_t> streams(trace::streams_bound(size));
-  std::size_t n = trace::to_streams(data, size, streams.data());
+  std::vector<std::uint8_t> scratch(trace::streams_scratch(size));
+  std::size_t n = trace::to_streams(data, size, streams.data(), scratch.data());
   if (n == 0) {
     streams.assign(data, data + size);
     n = size;

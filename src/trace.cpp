@@ -692,6 +692,7 @@ struct compressor {
 struct writer_state {
   compressor zstd;
   std::uint8_t streams[tr::streams_bound(payload_bytes)];
+  std::uint8_t scratch[tr::streams_scratch(payload_bytes)]; ///< to_streams': 1 MiB, touched as used
   std::uint8_t out[tr::frame_bound(tr::streams_bound(payload_bytes))];
   thread_record own; ///< thread 0: RSS samples and mappings
   std::uint64_t last_rss = 0;
@@ -704,7 +705,7 @@ struct writer_state {
 /// Writes the rows [raw, raw + size) of a thread's buffer as one frame: in streams, compressed.
 void write_frame(writer_state& w, const std::uint8_t* raw, std::size_t size) noexcept {
   const std::size_t n =
-      tr::write_frame(w.streams, tr::to_streams(raw, size, w.streams), w.out, w.zstd);
+      tr::write_frame(w.streams, tr::to_streams(raw, size, w.streams, w.scratch), w.out, w.zstd);
   write_all(rec.fd, reinterpret_cast<const char*>(w.out), n);
 }
 

@@ -391,110 +391,112 @@ private:
   std::size_t events_ = 0;
 };
 
-/// Calls `sink(stream, bytes, n)` for the preamble (stream_count) and then each field of each
-/// event of the rows [p, end), in order. \returns false for rows that do not parse.
-template <class Sink>
-bool walk_rows(const std::uint8_t* p, const std::uint8_t* const end, Sink&& sink) noexcept {
-  using namespace codec;
-  // One varint's bytes to `to`; its value to `value` if not null.
-  auto varint = [&](std::uint8_t to, std::uint64_t* value) {
-    const std::uint8_t* const at = p;
-    if (value != nullptr) {
-      if (!get_varint(&p, end, value)) {
-        return false;
-      }
-    } else { // only its length: the writer thread walks every field twice
-      const std::uint8_t* const last =
-          end - at > static_cast<std::ptrdiff_t>(max_varint_bytes) ? at + max_varint_bytes : end;
-      while (p != last && (*p & 0x80) != 0) {
-        ++p;
-      }
-      if (p == last) {
-        return false;
-      }
-      ++p;
-    }
-    sink(to, at, static_cast<std::size_t>(p - at));
-    return true;
-  };
-  for (int i = 0; i < 3; ++i) {
-    if (!varint(stream_count, nullptr)) {
-      return false;
-    }
-  }
-  while (p != end) {
-    const int f = kind_fields(*p & kind_mask);
-    if (f < 0) {
-      return false;
-    }
-    sink(s_tag, p++, 1);
-    std::uint64_t n = 0;
-    bool ok =
-        varint(s_time, nullptr) && ((f & f_site) == 0 || varint(s_site, nullptr)) &&
-        ((f & f_old_block) == 0 || varint(s_released, nullptr)) &&
-        ((f & f_size) == 0 || varint((f & f_releases) != 0 ? s_release_size : s_size, nullptr)) &&
-        ((f & f_alignment) == 0 || varint(s_other, nullptr)) &&
-        ((f & f_block) == 0 || varint((f & f_releases) != 0 ? s_released : s_allocated, nullptr)) &&
-        ((f & f_tid) == 0 || varint(s_other, nullptr));
-    if (ok && (f & f_frames) != 0) {
-      ok = varint(s_other, nullptr) && varint(s_other, &n) && n <= max_site_frames;
-      for (std::uint64_t i = 0; ok && i < n; ++i) {
-        ok = varint(s_other, nullptr);
-      }
-    }
-    if (ok && (f & f_mapping) != 0) {
-      ok = varint(s_other, nullptr) && varint(s_other, nullptr) && varint(s_other, nullptr);
-      for (int i = 0; ok && i < 2; ++i) { // the path, the build id: a length and bytes
-        ok = varint(s_other, &n) && n <= static_cast<std::uint64_t>(end - p);
-        if (ok) {
-          sink(s_other, p, static_cast<std::size_t>(n));
-          p += n;
-        }
-      }
-    }
-    if (!ok) {
-      return false;
-    }
-  }
-  return true;
-}
-
 /// The most bytes to_streams writes for `n` bytes of rows.
 inline constexpr std::size_t streams_bound(std::size_t n) noexcept {
   return n + codec::stream_count * codec::max_varint_bytes;
 }
 
+/// The scratch bytes to_streams needs for `n` bytes of rows: room for each stream to hold them all.
+inline constexpr std::size_t streams_scratch(std::size_t n) noexcept {
+  return codec::stream_count * n;
+}
+
 /// Writes the frame payload of the rows [rows, rows + n) (frame_encoder's) at `out`, which has
 /// streams_bound(n) bytes: the preamble, each stream's length, then the streams
-/// (docs/TRACE.md#frames). \returns the bytes written, 0 for rows that do not parse.
-inline std::size_t to_streams(const std::uint8_t* rows, std::size_t n, std::uint8_t* out) noexcept {
+/// (docs/TRACE.md#frames). The rows are walked once, each field's bytes gathered in its stream's
+/// part of `scratch` (streams_scratch(n) bytes), which are then copied whole: the writer thread's
+/// cost per event, which bounds how fast a program's calls can be recorded. \returns the bytes
+/// written, 0 for rows that do not parse.
+inline std::size_t to_streams(const std::uint8_t* rows, std::size_t n, std::uint8_t* out,
+                              std::uint8_t* scratch) noexcept {
   using namespace codec;
-  std::size_t length[stream_count + 1] = {};
-  if (!walk_rows(rows, rows + n,
-                 [&](std::uint8_t s, const std::uint8_t*, std::size_t k) { length[s] += k; })) {
-    return 0;
-  }
-  std::uint8_t* at[stream_count + 1];
-  at[stream_count] = out;
-  std::uint8_t* p = out + length[stream_count];
+  const std::uint8_t* p = rows;
+  const std::uint8_t* const end = rows + n;
+  std::uint8_t* at[stream_count];
   for (std::size_t s = 0; s < stream_count; ++s) {
-    p = put_varint(p, length[s]);
+    at[s] = scratch + s * n;
   }
-  for (std::size_t s = 0; s < stream_count; ++s) {
-    at[s] = p;
-    p += length[s];
-  }
-  walk_rows(rows, rows + n, [&](std::uint8_t s, const std::uint8_t* bytes, std::size_t k) {
-    if (k <= max_varint_bytes) { // a field: a few bytes, cheaper copied than passed to memcpy
-      for (std::size_t i = 0; i < k; ++i) {
-        at[s][i] = bytes[i];
+  // Copies one varint to `to`: false if the rows end inside it or it is too long.
+  auto copy = [&p, end](std::uint8_t*& to) {
+    for (std::size_t i = 0; i < max_varint_bytes && p != end; ++i) {
+      const std::uint8_t b = *p++;
+      *to++ = b;
+      if (b < 0x80) {
+        return true;
       }
-    } else {
-      std::memcpy(at[s], bytes, k);
     }
-    at[s] += k;
-  });
-  return static_cast<std::size_t>(p - out);
+    return false;
+  };
+  // copy(), with the varint's value to `v`.
+  auto value = [&p, end](std::uint8_t*& to, std::uint64_t* v) {
+    const std::uint8_t* const from = p;
+    if (!get_varint(&p, end, v)) {
+      return false;
+    }
+    std::memcpy(to, from, static_cast<std::size_t>(p - from));
+    to += p - from;
+    return true;
+  };
+  std::uint8_t* q = out;
+  for (int i = 0; i < 3; ++i) { // the preamble
+    if (!copy(q)) {
+      return 0;
+    }
+  }
+  while (p != end) {
+    const int f = kind_fields(*p & kind_mask);
+    if (f < 0) {
+      return 0;
+    }
+    *at[s_tag]++ = *p++;
+    bool ok = copy(at[s_time]);
+    // Most events are malloc's and free's: their fields without a test each.
+    if (f == fields::alloc) {
+      ok = ok && copy(at[s_site]) && copy(at[s_size]) && copy(at[s_allocated]);
+    } else if (f == fields::free) {
+      ok = ok && copy(at[s_site]) && copy(at[s_released]);
+    } else {
+      const bool releases = (f & f_releases) != 0;
+      ok = ok && ((f & f_site) == 0 || copy(at[s_site])) &&
+           ((f & f_old_block) == 0 || copy(at[s_released])) &&
+           ((f & f_size) == 0 || copy(at[releases ? s_release_size : s_size])) &&
+           ((f & f_alignment) == 0 || copy(at[s_other])) &&
+           ((f & f_block) == 0 || copy(at[releases ? s_released : s_allocated])) &&
+           ((f & f_tid) == 0 || copy(at[s_other]));
+      std::uint64_t k = 0;
+      if (ok && (f & f_frames) != 0) {
+        ok = copy(at[s_other]) && value(at[s_other], &k) && k <= max_site_frames;
+        for (std::uint64_t i = 0; ok && i < k; ++i) {
+          ok = copy(at[s_other]);
+        }
+      }
+      if (ok && (f & f_mapping) != 0) {
+        ok = copy(at[s_other]) && copy(at[s_other]) && copy(at[s_other]);
+        for (int i = 0; ok && i < 2; ++i) { // the path, the build id: a length and bytes
+          ok = value(at[s_other], &k) && k <= static_cast<std::uint64_t>(end - p);
+          if (ok) {
+            std::memcpy(at[s_other], p, static_cast<std::size_t>(k));
+            at[s_other] += k;
+            p += k;
+          }
+        }
+      }
+    }
+    if (!ok) {
+      return 0;
+    }
+  }
+  for (std::size_t s = 0; s < stream_count; ++s) {
+    q = put_varint(q, static_cast<std::size_t>(at[s] - (scratch + s * n)));
+  }
+  for (std::size_t s = 0; s < stream_count; ++s) {
+    const auto k = static_cast<std::size_t>(at[s] - (scratch + s * n));
+    if (k != 0) {
+      std::memcpy(q, scratch + s * n, k);
+    }
+    q += k;
+  }
+  return static_cast<std::size_t>(q - out);
 }
 
 /// \returns the most bytes write_frame writes for a payload of `raw` bytes.
@@ -631,7 +633,8 @@ public:
       enc.put(e);
     }
     std::vector<std::uint8_t> payload(streams_bound(enc.size()));
-    payload.resize(to_streams(enc.data(), enc.size(), payload.data()));
+    std::vector<std::uint8_t> scratch(streams_scratch(enc.size()));
+    payload.resize(to_streams(enc.data(), enc.size(), payload.data(), scratch.data()));
     const std::size_t at = bytes_.size();
     bytes_.resize(at + frame_bound(payload.size()));
     bytes_.resize(at +

@@ -319,7 +319,8 @@ TEST(Trace, VersionMismatchIsAnErrorAtByteEight) {
 /// The frame of `rows` (preamble and events as frame_encoder writes them), stored.
 std::vector<std::uint8_t> frame_of_rows(const std::vector<std::uint8_t>& rows) {
   std::vector<std::uint8_t> payload(trace::streams_bound(rows.size()));
-  payload.resize(trace::to_streams(rows.data(), rows.size(), payload.data()));
+  std::vector<std::uint8_t> scratch(trace::streams_scratch(rows.size()));
+  payload.resize(trace::to_streams(rows.data(), rows.size(), payload.data(), scratch.data()));
   std::vector<std::uint8_t> out(codec::file_header_size + trace::frame_bound(payload.size()));
   codec::put_file_header(out.data(), {});
   out.resize(codec::file_header_size + trace::write_frame(payload.data(), payload.size(),
@@ -355,7 +356,8 @@ TEST(Trace, AReferenceBeyondTheThreadsAllocationsIsAnError) {
 TEST(Trace, StreamsThatOutlastTheEventsAreAnError) {
   std::vector<std::uint8_t> rows = {1, 0, 0, 1, 0, 0, 16, 64};
   std::vector<std::uint8_t> payload(trace::streams_bound(rows.size()));
-  payload.resize(trace::to_streams(rows.data(), rows.size(), payload.data()));
+  std::vector<std::uint8_t> scratch(trace::streams_scratch(rows.size()));
+  payload.resize(trace::to_streams(rows.data(), rows.size(), payload.data(), scratch.data()));
   // The preamble's 3 bytes, then the stream lengths: one byte more in the last stream.
   ASSERT_EQ(0u, payload[3 + codec::s_other]);
   payload[3 + codec::s_other] = 1;
