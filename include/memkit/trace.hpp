@@ -332,6 +332,9 @@ inline std::uint8_t* encode(const event& e, codec::delta_state& s, thread_coder&
     std::memcpy(out, e.build_id.data(), e.build_id.size());
     out += e.build_id.size();
   }
+  if (e.kind == event_kind::thread_exit) {
+    t.restart(); // as the reader's block state starts afresh
+  }
   return out;
 }
 
@@ -997,6 +1000,12 @@ private:
     }
     if ((f & f_tid) != 0 && !field(s_other, &e.tid)) {
       return bad_event(start, "bad thread id");
+    }
+    if (e.kind == event_kind::thread_exit) {
+      // The block state starts afresh (docs/TRACE.md#blocks): a trace of many threads holds the
+      // allocations of the live ones only.
+      thread_->blocks = {};
+      std::vector<std::pair<std::uint64_t, std::uint64_t>>().swap(thread_->allocations);
     }
     bool report = true;
     if ((f & f_frames) != 0) {

@@ -483,6 +483,33 @@ std::vector<std::vector<trace::event>> random_calls(std::uint64_t seed, int thre
   return out;
 }
 
+TEST(Trace, AThreadExitStartsTheBlockStateAfresh) {
+  using k = trace::event_kind;
+  // Before the exit a free of 0x7000 would name its allocation; after it, 0x7000 is written as an
+  // address, and 0x9000's free names the allocation made after the exit.
+  const std::pair<k, std::uint64_t> calls[] = {
+      {k::malloc, 0x7000}, {k::malloc, 0x8000}, {k::thread_exit, 0},      {k::malloc, 0x9000},
+      {k::free, 0x9000},   {k::free, 0x7000},   {k::operator_new, 0x9000}};
+  std::vector<trace::event> events;
+  for (const auto& [kind, block] : calls) {
+    events.emplace_back();
+    events.back().kind = kind;
+    events.back().time_ns = events.size();
+    events.back().size = trace::role(kind) == trace::kind_role::allocation ? 40 : 0;
+    events.back().block = block;
+  }
+  trace::builder b;
+  b.frame(1, {events.begin(), events.begin() + 4});
+  b.frame(1, {events.begin() + 4, events.end()});
+  trace::reader r(b.bytes());
+  const std::vector<trace::event> got = read_all(r);
+  ASSERT_EQ(trace::reader::status::end, r.state()) << r.message();
+  ASSERT_EQ(events.size(), got.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    expect_same(events[i], got[i], 1, trace::no_site);
+  }
+}
+
 TEST(Trace, BlocksComeBackExactlyAcrossFramesAndThreads) {
   for (std::uint64_t seed : {std::uint64_t{88172645463325252u}, std::uint64_t{0x2545F4914F6CDD1Du},
                              std::uint64_t{12345u}}) {
