@@ -63,11 +63,11 @@ std::uint64_t monotonic_ns() noexcept {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-/// The recorder's clock, ns since recording began. A CLOCK_MONOTONIC read costs 34 ns on the
-/// machine of docs/TRACE.md#overhead (clock_gettime through the vDSO, which orders its TSC read
-/// and checks a sequence count), a bare TSC read 13 ns: where the kernel keeps time by the TSC
-/// itself (so the TSC is invariant and synchronized across cores), the recorder reads the TSC
-/// and converts it at a rate measured against CLOCK_MONOTONIC when recording starts.
+/// The recorder's clock, ns since recording began. clock_gettime(CLOCK_MONOTONIC) orders its TSC
+/// read and checks a sequence count around it; a bare TSC read does neither: where the kernel
+/// keeps time by the TSC itself (so the TSC is invariant and synchronized across cores), the
+/// recorder reads it and converts it at a rate measured against CLOCK_MONOTONIC when recording
+/// starts.
 struct trace_clock {
   std::uint64_t mono0 = 0;    ///< CLOCK_MONOTONIC when recording began
   std::uint64_t tsc0 = 0;     ///< the TSC then, if tsc_rate is not 0
@@ -549,9 +549,11 @@ MEMKIT_ALWAYS_INLINE thread_record* enter() noexcept {
 }
 
 /// \returns the time of a call of the thread of `r`: now, or 1 ns after its previous call if the
-/// clock has not moved since. The TSC of the machine of docs/TRACE.md#overhead steps by 26 ticks
-/// (10 ns), less than a recorded malloc and free apart: a thread's calls never share a time, so
-/// sorting by time keeps each thread's order (a block's allocation before its free).
+/// clock has not moved since. A TSC may advance in steps longer than a recorded malloc and free
+/// are apart (the one of docs/TRACE.md#overhead's machine does: tests/trace/recorder_test.cpp's
+/// RecordsThreadsAndCrossThreadFrees and ThreadsOneAfterAnotherReuseRecordsAndStayApart found
+/// frees before their allocations): a thread's calls never share a time, so sorting by time keeps
+/// each thread's order.
 MEMKIT_ALWAYS_INLINE std::uint64_t stamp(thread_record& r) noexcept {
   const std::uint64_t t = now();
   const std::uint64_t t_min = r.last_call + 1;
