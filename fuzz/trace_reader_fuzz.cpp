@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
 // fuzz/trace_reader_fuzz.cpp: memkit::trace::reader on any bytes (docs/TRACE.md#bad-input). The
 // first byte picks the mode: even, the rest is a whole trace file; odd, the rest is one frame's
-// payload, wrapped in a valid file header and frame header (checksum included) so that mutations
-// reach the event decoder instead of stopping at the checksum. The reader must stop with a
+// events written whole (as the recorder's buffer holds them), split into the format's streams by
+// trace::to_streams (or, when they do not parse, taken as the payload itself), and wrapped in a
+// valid file header and frame header (checksum included) so that mutations reach the event
+// decoder instead of stopping at the stream lengths or the checksum. The reader must stop with a
 // reason and an offset inside the input, and never crash.
 #include <cstddef>
 #include <cstdint>
@@ -17,11 +19,18 @@ namespace trace = memkit::trace;
 namespace codec = memkit::detail::trace_codec;
 
 std::vector<std::uint8_t> wrap_payload(const std::uint8_t* data, std::size_t size) {
-  std::vector<std::uint8_t> out(codec::file_header_size + trace::frame_bound(size));
+  std::vector<std::uint8_t> streams(trace::streams_bound(size));
+  std::vector<std::uint8_t> scratch(trace::streams_scratch(size));
+  std::size_t n = trace::to_streams(data, size, streams.data(), scratch.data());
+  if (n == 0) {
+    streams.assign(data, data + size);
+    n = size;
+  }
+  std::vector<std::uint8_t> out(codec::file_header_size + trace::frame_bound(n));
   codec::put_file_header(out.data(), {});
-  const std::size_t n = trace::write_frame(data, size, out.data() + codec::file_header_size,
-                                           nullptr, 0);
-  out.resize(codec::file_header_size + n);
+  const std::size_t written =
+      trace::write_frame(streams.data(), n, out.data() + codec::file_header_size, nullptr, 0);
+  out.resize(codec::file_header_size + written);
   return out;
 }
 

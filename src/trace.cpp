@@ -25,6 +25,9 @@
 #include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "internal.hpp"
 #include "memkit/detail/base/os.hpp"
@@ -37,9 +40,10 @@ namespace tr = memkit::trace;
 namespace codec = memkit::detail::trace_codec;
 namespace os = memkit::detail::os;
 
-// Raw payload bytes per buffer (one frame): about 10,000 events of 4 to 8 raw bytes, so a thread
-// hands a buffer over once per that many calls, and zstd sees enough to compress well.
-constexpr std::size_t payload_bytes = std::size_t{64} << 10;
+// Raw payload bytes per buffer (one frame): about 25,000 events of 4 to 6 raw bytes, so a thread
+// hands a buffer over once per that many calls, and zstd sees enough to compress well (64 KiB
+// frames took 4.2 bytes an event of memkit-bench larson-2t, these 3.9: bench/trace_overhead.sh).
+constexpr std::size_t payload_bytes = std::size_t{128} << 10;
 // Call sites a thread remembers, direct-mapped by return address: a site evicted by another is
 // defined again (a few bytes) when next used.
 constexpr std::size_t site_slots = 4096;
@@ -57,6 +61,81 @@ std::uint64_t monotonic_ns() noexcept {
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
          static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+/// The recorder's clock, ns since recording began. clock_gettime(CLOCK_MONOTONIC) orders its TSC
+/// read and checks a sequence count around it; a bare TSC read does neither: where the kernel
+/// keeps time by the TSC itself (so the TSC is invariant and synchronized across cores), the
+/// recorder reads it and converts it at a rate measured against CLOCK_MONOTONIC when recording
+/// starts.
+struct trace_clock {
+  std::uint64_t mono0 = 0;    ///< CLOCK_MONOTONIC when recording began
+  std::uint64_t tsc0 = 0;     ///< the TSC then, if tsc_rate is not 0
+  std::uint64_t tsc_rate = 0; ///< ns per TSC tick, times 2^32; 0: CLOCK_MONOTONIC is read
+};
+trace_clock clk;
+
+// A tick count times a rate overflows 64 bits after a few minutes: the product is taken in 128.
+__extension__ using u128 = unsigned __int128;
+
+// How long the TSC's rate is measured: CLOCK_MONOTONIC read at both ends within about 30 ns, so
+// the rate is off by about 3e-5 (3 ms in 100 s of recording) and every thread converts alike.
+constexpr std::uint64_t calibration_ns = 1'000'000;
+
+#if defined(__x86_64__)
+/// \returns whether the kernel's clock source is the TSC.
+bool kernel_keeps_tsc_time() noexcept {
+  const int fd = ::open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                        O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return false;
+  }
+  char name[8] = {};
+  const ssize_t n = ::read(fd, name, sizeof name);
+  ::close(fd);
+  return n == 4 && std::memcmp(name, "tsc\n", 4) == 0;
+}
+
+/// A CLOCK_MONOTONIC read and the TSC at its middle.
+void clock_pair(std::uint64_t& mono, std::uint64_t& tsc) noexcept {
+  const std::uint64_t before = __rdtsc();
+  mono = monotonic_ns();
+  tsc = before + (__rdtsc() - before) / 2;
+}
+#endif
+
+/// Starts the clock: CLOCK_MONOTONIC now, and the TSC's rate if the recorder can read it.
+void start_clock() noexcept {
+  clk.mono0 = monotonic_ns();
+#if defined(__x86_64__)
+  if (!kernel_keeps_tsc_time()) {
+    return;
+  }
+  std::uint64_t m0 = 0;
+  std::uint64_t t0 = 0;
+  std::uint64_t m1 = 0;
+  std::uint64_t t1 = 0;
+  clock_pair(m0, t0);
+  do {
+    clock_pair(m1, t1);
+  } while (m1 - m0 < calibration_ns);
+  if (t1 > t0) {
+    clk.mono0 = m0;
+    clk.tsc0 = t0;
+    clk.tsc_rate = static_cast<std::uint64_t>((static_cast<u128>(m1 - m0) << 32) / (t1 - t0));
+  }
+#endif
+}
+
+/// \returns ns since recording began.
+MEMKIT_ALWAYS_INLINE std::uint64_t now() noexcept {
+#if defined(__x86_64__)
+  if (MEMKIT_LIKELY(clk.tsc_rate != 0)) {
+    return static_cast<std::uint64_t>((static_cast<u128>(__rdtsc() - clk.tsc0) * clk.tsc_rate) >>
+                                      32);
+  }
+#endif
+  return monotonic_ns() - clk.mono0;
 }
 
 struct buffer {
@@ -102,13 +181,15 @@ struct thread_record {
   thread_record* next = nullptr;     ///< the free records' stack
   thread_record* next_all = nullptr; ///< every record ever made, for the exit flush
   buffer* buf = nullptr;
-  tr::frame_encoder enc{nullptr, 0};
+  tr::frame_encoder enc{nullptr, 0, nullptr};
   std::uint32_t thread = 0;
   std::uint64_t sequence = 0;
   std::size_t preamble = 0;              ///< enc.size() with no event yet
+  std::uint64_t last_call = 0;           ///< the time of the thread's last call
   std::atomic<std::size_t> committed{0}; ///< bytes of whole events in buf, for the exit flush
   std::atomic<int> state{idle};
   std::uint64_t site_keys[site_slots]; ///< the call site in each local site slot; 0: none
+  tr::thread_coder coder;              ///< its blocks, from frame to frame
 };
 
 enum phase : int { off, starting, on, closed };
@@ -117,7 +198,6 @@ enum phase : int { off, starting, on, closed };
 struct recorder {
   std::atomic<int> phase{off};
   int fd = -1;
-  std::uint64_t t0 = 0;
   unsigned depth = 1;
   os::thread_key key{};
   std::atomic<buffer*> full{nullptr};
@@ -137,9 +217,13 @@ struct recorder {
 };
 recorder rec;
 
-thread_local thread_record* my_record = nullptr;
-thread_local bool in_recorder = false;
-thread_local bool my_exit_done = false;
+/// The calling thread's side of the recorder, in one TLS object (one address for all three).
+struct thread_side {
+  thread_record* record = nullptr;
+  bool in_recorder = false; ///< set while the recorder runs: calls it makes are not recorded
+  bool exit_done = false;   ///< its exit was recorded: later calls are not
+};
+thread_local thread_side mine;
 
 buffer* take_buffer() noexcept {
   if (buffer* b = rec.free_buffers.pop(); b != nullptr) {
@@ -171,7 +255,7 @@ buffer* take_full() noexcept {
 
 void begin_frame(thread_record& r, buffer* b, std::uint64_t time) noexcept {
   r.buf = b;
-  r.enc = tr::frame_encoder(b->data, payload_bytes);
+  r.enc = tr::frame_encoder(b->data, payload_bytes, &r.coder);
   r.enc.begin(r.thread, r.sequence, time);
   r.preamble = r.enc.size();
   r.committed.store(r.preamble, std::memory_order_release);
@@ -190,7 +274,7 @@ void ship(buffer* b) noexcept {
 
 /// Pushes the owner's buffer and starts the next frame at `time`. \returns false when the exit
 /// flush took the buffer or no memory is left: the event is dropped.
-bool hand_off(thread_record& r, std::uint64_t time) noexcept {
+MEMKIT_NOINLINE bool hand_off(thread_record& r, std::uint64_t time) noexcept {
   int expected = open;
   if (!r.state.compare_exchange_strong(expected, handing, std::memory_order_acq_rel)) {
     return false;
@@ -208,7 +292,8 @@ bool hand_off(thread_record& r, std::uint64_t time) noexcept {
 
 /// Encodes by `try_put` into the thread's buffer, handing it over first if full.
 template <class TryPut>
-void put_with(thread_record& r, std::uint64_t time, const TryPut& try_put) noexcept {
+MEMKIT_ALWAYS_INLINE void put_with(thread_record& r, std::uint64_t time,
+                                   const TryPut& try_put) noexcept {
   if (MEMKIT_UNLIKELY(!try_put())) {
     // An empty buffer holds any event: the largest, a site of max_stack_depth frames, is under
     // 1 KiB.
@@ -222,8 +307,6 @@ void put_with(thread_record& r, std::uint64_t time, const TryPut& try_put) noexc
 void put(thread_record& r, const tr::event& e) noexcept {
   put_with(r, e.time_ns, [&] { return r.enc.put(e); });
 }
-
-std::uint64_t now() noexcept { return monotonic_ns() - rec.t0; }
 
 // ---- start: the file, at the first call recorded.
 
@@ -276,7 +359,7 @@ bool started() noexcept {
       !rec.phase.compare_exchange_strong(expected, starting, std::memory_order_acq_rel)) {
     return false; // another thread is starting it: its calls meanwhile go unrecorded
   }
-  rec.t0 = monotonic_ns();
+  start_clock();
   rec.depth = chosen.stack_depth;
   codec::file_header& h = rec.header;
   rec.fd = open_trace(chosen.trace_path, h.parent_pid);
@@ -325,6 +408,7 @@ thread_record* attach() noexcept {
     }
   } else {
     std::memset(r->site_keys, 0, sizeof r->site_keys);
+    r->coder.restart();
   }
   buffer* b = take_buffer();
   if (b == nullptr) {
@@ -336,7 +420,7 @@ thread_record* attach() noexcept {
   const tr::event start = thread_start_event();
   begin_frame(*r, b, start.time_ns);
   r->state.store(open, std::memory_order_release);
-  my_record = r;
+  mine.record = r;
   os::set_thread_value(rec.key, r);
   put(*r, start);
   return r;
@@ -346,7 +430,7 @@ thread_record* attach() noexcept {
 /// the thread makes after it (later destructors, the C library's own teardown) go unrecorded.
 void thread_exited(void* record) noexcept {
   auto* r = static_cast<thread_record*>(record);
-  in_recorder = true;
+  mine.in_recorder = true;
   if (rec.phase.load(std::memory_order_acquire) == on) {
     tr::event e;
     e.kind = tr::event_kind::thread_exit;
@@ -361,9 +445,9 @@ void thread_exited(void* record) noexcept {
     r->state.store(idle, std::memory_order_release);
     rec.free_records.push(r);
   }
-  my_record = nullptr;
-  my_exit_done = true;
-  in_recorder = false;
+  mine.record = nullptr;
+  mine.exit_done = true;
+  mine.in_recorder = false;
 }
 
 std::uint64_t mix(std::uint64_t k) noexcept {
@@ -436,49 +520,113 @@ MEMKIT_ALWAYS_INLINE std::uint32_t site_of(thread_record& r, const void* caller,
 }
 
 /// enter() for a thread's first call, or when recording is not on.
-thread_record* enter_slow() noexcept {
-  in_recorder = true;
+MEMKIT_NOINLINE thread_record* enter_slow() noexcept {
+  mine.in_recorder = true;
   thread_record* r = nullptr;
   if (started()) {
-    r = my_record != nullptr ? my_record : attach();
+    r = mine.record != nullptr ? mine.record : attach();
   }
   if (r == nullptr || r->state.load(std::memory_order_relaxed) != open) {
-    in_recorder = false;
+    mine.in_recorder = false;
     return nullptr;
   }
   return r;
 }
 
-/// The calling thread's record if this call is to be recorded, with in_recorder set; else null.
+/// The calling thread's record if this call is to be recorded, with mine.in_recorder set; else
+/// null.
 MEMKIT_ALWAYS_INLINE thread_record* enter() noexcept {
-  if (in_recorder || my_exit_done) {
+  if (mine.in_recorder || mine.exit_done) {
     return nullptr;
   }
-  thread_record* r = my_record;
+  thread_record* r = mine.record;
   if (MEMKIT_LIKELY(r != nullptr && rec.phase.load(std::memory_order_acquire) == on &&
                     r->state.load(std::memory_order_relaxed) == open)) {
-    in_recorder = true;
+    mine.in_recorder = true;
     return r;
   }
   return enter_slow();
 }
 
+/// \returns the time of a call of the thread of `r`: now, or 1 ns after its previous call if the
+/// clock has not moved since. A TSC may advance in steps longer than a recorded malloc and free
+/// are apart (the one of docs/TRACE.md#overhead's machine does: tests/trace/recorder_test.cpp's
+/// RecordsThreadsAndCrossThreadFrees and ThreadsOneAfterAnotherReuseRecordsAndStayApart found
+/// frees before their allocations): a thread's calls never share a time, so sorting by time keeps
+/// each thread's order.
+MEMKIT_ALWAYS_INLINE std::uint64_t stamp(thread_record& r) noexcept {
+  const std::uint64_t t = now();
+  const std::uint64_t t_min = r.last_call + 1;
+  r.last_call = t < t_min ? t_min : t;
+  return r.last_call;
+}
+
 /// Records the call `c` (its time already set) with the site of `caller`, and leaves the
-/// recorder.
-void commit(thread_record& r, tr::call_fields& c, const void* caller) noexcept {
+/// recorder. The kinds most calls are, malloc's and free's fields, get an encoder of their own
+/// with the tests of the fields they lack folded away.
+MEMKIT_ALWAYS_INLINE void commit(thread_record& r, tr::call_fields& c,
+                                 const void* caller) noexcept {
   c.site = site_of(r, caller, c.time_ns);
-  put_with(r, c.time_ns, [&] { return r.enc.put_call(c); });
-  in_recorder = false;
+  const int f = tr::kind_fields(static_cast<std::uint8_t>(c.kind));
+  if (f == tr::fields::alloc) {
+    put_with(r, c.time_ns, [&] { return r.enc.put_call(c, tr::fields::alloc); });
+  } else if (f == tr::fields::free) {
+    put_with(r, c.time_ns, [&] { return r.enc.put_call(c, tr::fields::free); });
+  } else {
+    put_with(r, c.time_ns, [&] { return r.enc.put_call(c, f); });
+  }
+  mine.in_recorder = false;
 }
 
 /// Records a call of kind `k` from `caller` on `block`, stamped now.
-void record_call(trace_kind k, const void* caller, void* block, std::size_t size,
-                 std::size_t alignment) noexcept {
+MEMKIT_NOINLINE void record_call(trace_kind k, const void* caller, void* block, std::size_t size,
+                                 std::size_t alignment) noexcept {
   if (thread_record* r = enter(); r != nullptr) {
     tr::call_fields c{
-        k, now(), tr::no_site, 0, size, alignment, reinterpret_cast<std::uintptr_t>(block)};
+        k, stamp(*r), tr::no_site, 0, size, alignment, reinterpret_cast<std::uintptr_t>(block)};
     commit(*r, c, caller);
   }
+}
+
+// In trace mode alone (not with stats or debug, whose checks and counts live on the slow paths),
+// a recorded call is served as the fast paths serve it, from the calling thread's heap, rather
+// than through allocate_slow and free_slow: their own work (making the heap, the failure
+// handling, the mode tests, a heap found again for the free) cost about 70 instructions a call
+// (callgrind, bench/instructions.sh), a quarter of what recording a call cost.
+
+/// allocate_slow(bytes, alignment), from the thread's heap where it can.
+void* allocate_recorded(std::size_t bytes, std::size_t alignment) noexcept {
+  process_heap* h = the_process_heap.load(std::memory_order_acquire);
+  if (the_mode == mode_trace && h != nullptr && alignment <= malloc_alignment) {
+    if (thread_heap* t = h->current_heap(); MEMKIT_LIKELY(t != nullptr)) {
+      if (void* p = process_heap::pop_small(*t, bytes); MEMKIT_LIKELY(p != nullptr)) {
+        return p;
+      }
+    }
+  }
+  return allocate_slow(bytes, alignment);
+}
+
+/// Frees `p` as free_slow does if it is a block of the heap's chunks and no other mode is on.
+/// \returns whether it did.
+bool release_recorded(void* p) noexcept {
+  process_heap* h = the_process_heap.load(std::memory_order_acquire);
+  if (the_mode != mode_trace || h == nullptr || p == nullptr) {
+    return false;
+  }
+  detail::thread::chunk* const c = h->find(p);
+  if (c == nullptr) {
+    return false;
+  }
+  if (thread_heap* t = h->current_heap(); MEMKIT_LIKELY(t != nullptr)) {
+    h->free_from(p, c, t);
+  } else {
+    h->free_found(p, c);
+  }
+  if (MEMKIT_UNLIKELY(--me.frees_until_tick == 0)) {
+    tick_slow(*h);
+  }
+  return true;
 }
 
 bool is_sized(trace_kind k) noexcept {
@@ -494,7 +642,10 @@ bool is_sized(trace_kind k) noexcept {
 /// uncompressed.
 struct zstd_api {
   void* (*create)() = nullptr;
-  std::size_t (*compress)(void*, void*, std::size_t, const void*, std::size_t, int) = nullptr;
+  std::size_t (*set_parameter)(void*, ZSTD_cParameter, int) = nullptr;
+  std::size_t (*compress_stream)(void*, ZSTD_outBuffer*, ZSTD_inBuffer*,
+                                 ZSTD_EndDirective) = nullptr;
+  std::size_t (*reset)(void*, ZSTD_ResetDirective) = nullptr;
   unsigned (*is_error)(std::size_t) = nullptr;
   bool tried = false;
 };
@@ -510,11 +661,16 @@ void load_zstd() noexcept {
     write_stderr("memkit: libzstd.so.1 not found; the trace is written uncompressed\n");
     return;
   }
-  zstd.compress = reinterpret_cast<decltype(zstd.compress)>(::dlsym(lib, "ZSTD_compressCCtx"));
+  zstd.set_parameter =
+      reinterpret_cast<decltype(zstd.set_parameter)>(::dlsym(lib, "ZSTD_CCtx_setParameter"));
+  zstd.compress_stream =
+      reinterpret_cast<decltype(zstd.compress_stream)>(::dlsym(lib, "ZSTD_compressStream2"));
+  zstd.reset = reinterpret_cast<decltype(zstd.reset)>(::dlsym(lib, "ZSTD_CCtx_reset"));
   zstd.is_error = reinterpret_cast<decltype(zstd.is_error)>(::dlsym(lib, "ZSTD_isError"));
-  zstd.create = zstd.compress != nullptr && zstd.is_error != nullptr
-                    ? reinterpret_cast<decltype(zstd.create)>(::dlsym(lib, "ZSTD_createCCtx"))
-                    : nullptr;
+  const bool all = zstd.set_parameter != nullptr && zstd.compress_stream != nullptr &&
+                   zstd.reset != nullptr && zstd.is_error != nullptr;
+  zstd.create =
+      all ? reinterpret_cast<decltype(zstd.create)>(::dlsym(lib, "ZSTD_createCCtx")) : nullptr;
 }
 
 /// One compression context: tr::write_frame's `compress`.
@@ -523,18 +679,23 @@ struct compressor {
 
   std::size_t operator()(std::uint8_t* dst, std::size_t capacity, const std::uint8_t* src,
                          std::size_t n) const noexcept {
-    if (cctx == nullptr) {
+    if (cctx == nullptr || zstd.is_error(zstd.reset(cctx, ZSTD_reset_session_only)) != 0) {
       return 0;
     }
-    const std::size_t r = zstd.compress(cctx, dst, capacity, src, n, zstd_level);
-    return zstd.is_error(r) != 0 ? 0 : r;
+    return tr::compress_parts(dst, capacity, src, n,
+                              [&](ZSTD_outBuffer* out, ZSTD_inBuffer* in, ZSTD_EndDirective end) {
+                                const std::size_t left = zstd.compress_stream(cctx, out, in, end);
+                                return zstd.is_error(left) == 0 && left == 0;
+                              });
   }
 };
 
 /// What the writer keeps: mmap'd when it starts (or by the exit flush, if it never ran).
 struct writer_state {
   compressor zstd;
-  std::uint8_t out[ZSTD_COMPRESSBOUND(payload_bytes) + codec::frame_header_size];
+  std::uint8_t streams[tr::streams_bound(payload_bytes)];
+  std::uint8_t scratch[tr::streams_scratch(payload_bytes)]; ///< to_streams': 1 MiB, touched as used
+  std::uint8_t out[tr::frame_bound(tr::streams_bound(payload_bytes))];
   thread_record own; ///< thread 0: RSS samples and mappings
   std::uint64_t last_rss = 0;
   std::uint64_t last_mappings = 0;
@@ -543,8 +704,10 @@ struct writer_state {
   char exe[4096];
 };
 
+/// Writes the rows [raw, raw + size) of a thread's buffer as one frame: in streams, compressed.
 void write_frame(writer_state& w, const std::uint8_t* raw, std::size_t size) noexcept {
-  const std::size_t n = tr::write_frame(raw, size, w.out, w.zstd);
+  const std::size_t n =
+      tr::write_frame(w.streams, tr::to_streams(raw, size, w.streams, w.scratch), w.out, w.zstd);
   write_all(rec.fd, reinterpret_cast<const char*>(w.out), n);
 }
 
@@ -684,6 +847,10 @@ writer_state* new_writer_state() noexcept {
   auto* w = ::new (m) writer_state;
   load_zstd();
   w->zstd.cctx = zstd.create != nullptr ? zstd.create() : nullptr;
+  if (w->zstd.cctx != nullptr &&
+      zstd.is_error(zstd.set_parameter(w->zstd.cctx, ZSTD_c_compressionLevel, zstd_level)) != 0) {
+    w->zstd.cctx = nullptr; // stored frames, as without libzstd
+  }
   buffer* b = take_buffer();
   if (b == nullptr) {
     return nullptr;
@@ -729,7 +896,7 @@ void finish_writing(writer_state& w) noexcept {
 }
 
 void* writer_main(void*) noexcept {
-  in_recorder = true;
+  mine.in_recorder = true;
   sigset_t all;
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_BLOCK, &all, nullptr); // the program's signals are not for this thread
@@ -772,7 +939,7 @@ void child_after_fork() noexcept {
     return;
   }
   for (thread_record* r = rec.all.load(std::memory_order_relaxed); r != nullptr; r = r->next_all) {
-    if (r != my_record) {
+    if (r != mine.record) {
       r->state.store(idle, std::memory_order_relaxed);
     }
   }
@@ -793,16 +960,17 @@ void child_after_fork() noexcept {
   rec.header.pid = static_cast<std::uint32_t>(::getpid());
   write_header();
   rec.next_thread.store(1, std::memory_order_relaxed);
-  if (thread_record* r = my_record; r != nullptr && r->buf != nullptr) {
+  if (thread_record* r = mine.record; r != nullptr && r->buf != nullptr) {
     std::memset(r->site_keys, 0, sizeof r->site_keys);
+    r->coder.restart();
     r->thread = rec.next_thread.fetch_add(1, std::memory_order_relaxed);
     r->sequence = 0;
     const tr::event start = thread_start_event();
     begin_frame(*r, r->buf, start.time_ns);
     r->state.store(open, std::memory_order_relaxed);
-    in_recorder = true;
+    mine.in_recorder = true;
     put(*r, start);
-    in_recorder = false;
+    mine.in_recorder = false;
   }
 }
 
@@ -815,12 +983,12 @@ __attribute__((constructor)) void start_writer() noexcept {
   if ((the_mode & mode_trace) == 0) {
     return;
   }
-  in_recorder = true;
+  mine.in_recorder = true;
   if (started() && ::pthread_create(&rec.writer, nullptr, &writer_main, nullptr) == 0) {
     rec.writer_running.store(true, std::memory_order_release);
     ::pthread_atfork(&before_fork, &parent_after_fork, &child_after_fork);
   }
-  in_recorder = false;
+  mine.in_recorder = false;
 }
 
 /// At exit: every thread's buffer up to its last whole event goes out, then the writer's last
@@ -830,7 +998,7 @@ __attribute__((destructor)) void finish_at_exit() noexcept {
   if (!rec.phase.compare_exchange_strong(expected, closed, std::memory_order_acq_rel)) {
     return;
   }
-  in_recorder = true;
+  mine.in_recorder = true;
   for (thread_record* r = rec.all.load(std::memory_order_acquire); r != nullptr; r = r->next_all) {
     int state = open;
     while (!r->state.compare_exchange_weak(state, stolen, std::memory_order_acq_rel)) {
@@ -863,10 +1031,11 @@ __attribute__((destructor)) void finish_at_exit() noexcept {
 
 void* allocate_slow_at(std::size_t bytes, std::size_t alignment, trace_kind k,
                        const void* caller) noexcept {
-  void* p = allocate_slow(bytes, alignment);
-  if (MEMKIT_UNLIKELY((the_mode & mode_trace) != 0) && k != untraced) {
-    record_call(k, caller, p, bytes, alignment);
+  if (MEMKIT_LIKELY((the_mode & mode_trace) == 0) || k == untraced) {
+    return allocate_slow(bytes, alignment);
   }
+  void* p = allocate_recorded(bytes, alignment);
+  record_call(k, caller, p, bytes, alignment);
   return p;
 }
 
@@ -874,6 +1043,9 @@ void release_slow_at(void* p, std::size_t size, std::size_t alignment, trace_kin
                      const void* caller) noexcept {
   if (MEMKIT_UNLIKELY((the_mode & mode_trace) != 0) && k != untraced) {
     record_call(k, caller, p, size, alignment);
+    if (release_recorded(p)) {
+      return;
+    }
   }
   if (is_sized(k)) {
     free_sized_slow(p, size);
@@ -889,7 +1061,7 @@ void* record_realloc(void* (*impl)(void*, std::size_t) noexcept, void* p, std::s
     return impl(p, bytes);
   }
   // Stamped when it begins, as a release: the block it gives up is free from then on.
-  tr::call_fields c{k, now(), tr::no_site, reinterpret_cast<std::uintptr_t>(p), bytes, 0, 0};
+  tr::call_fields c{k, stamp(*r), tr::no_site, reinterpret_cast<std::uintptr_t>(p), bytes, 0, 0};
   void* q = impl(p, bytes);
   c.block = reinterpret_cast<std::uintptr_t>(q);
   commit(*r, c, caller);

@@ -4,9 +4,12 @@
 // version-mismatched input stops the reader with the offset, never a crash.
 #include "memkit/trace.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <gtest/gtest.h>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -303,9 +306,248 @@ void expect_error(std::vector<std::uint8_t> bytes, std::size_t events, std::uint
 }
 
 TEST(Trace, VersionMismatchIsAnErrorAtByteEight) {
-  std::vector<std::uint8_t> bytes = three_frames().bytes();
-  codec::put_le<std::uint32_t>(bytes.data() + 8, 2);
-  expect_error(bytes, 0, 8, "version 2");
+  // An older trace (version 1 had no streams and no references) and a newer one.
+  for (std::uint32_t version : {codec::format_version - 1, codec::format_version + 1}) {
+    std::vector<std::uint8_t> bytes = three_frames().bytes();
+    codec::put_le<std::uint32_t>(bytes.data() + 8, version);
+    expect_error(bytes, 0, 8,
+                 "format version " + std::to_string(version) + ", this reader reads version " +
+                     std::to_string(codec::format_version));
+  }
+}
+
+/// The frame of `rows` (preamble and events as frame_encoder writes them), stored.
+std::vector<std::uint8_t> frame_of_rows(const std::vector<std::uint8_t>& rows) {
+  std::vector<std::uint8_t> payload(trace::streams_bound(rows.size()));
+  std::vector<std::uint8_t> scratch(trace::streams_scratch(rows.size()));
+  payload.resize(trace::to_streams(rows.data(), rows.size(), payload.data(), scratch.data()));
+  std::vector<std::uint8_t> out(codec::file_header_size + trace::frame_bound(payload.size()));
+  codec::put_file_header(out.data(), {});
+  out.resize(codec::file_header_size + trace::write_frame(payload.data(), payload.size(),
+                                                          out.data() + codec::file_header_size,
+                                                          nullptr, 0));
+  return out;
+}
+
+TEST(Trace, AReferenceBeyondTheThreadsAllocationsIsAnError) {
+  // Thread 1, frame 0, base time 0; malloc (no site, 16 bytes, block +32); a free naming the
+  // allocation before the first.
+  const std::uint8_t free_ref =
+      static_cast<std::uint8_t>(trace::event_kind::free) | codec::reference_flag;
+  const std::vector<std::uint8_t> rows = {1, 0, 0, 1, 0, 0, 16, 64, free_ref, 0, 0, 1};
+  expect_error(frame_of_rows(rows), 1, codec::file_header_size,
+               "a reference to allocation 2 back, where the thread made 1");
+  std::vector<std::uint8_t> flagged_malloc = rows;
+  flagged_malloc[3] |= codec::reference_flag;
+  expect_error(frame_of_rows(flagged_malloc), 0, codec::file_header_size,
+               "a reference flag on a kind that releases no block");
+  std::vector<std::uint8_t> flagged_free = rows;
+  flagged_free[8] = static_cast<std::uint8_t>(trace::event_kind::free) | codec::reuse_flag;
+  expect_error(frame_of_rows(flagged_free), 1, codec::file_header_size,
+               "a reuse flag on a kind that allocates no block");
+  // The malloc reuses released block 0 of its class, where nothing was released.
+  std::vector<std::uint8_t> reuse_nothing = rows;
+  reuse_nothing[3] |= codec::reuse_flag;
+  reuse_nothing[7] = 0;
+  expect_error(frame_of_rows(reuse_nothing), 0, codec::file_header_size,
+               "a reuse of released block 0 of a size class that has none there");
+}
+
+TEST(Trace, StreamsThatOutlastTheEventsAreAnError) {
+  std::vector<std::uint8_t> rows = {1, 0, 0, 1, 0, 0, 16, 64};
+  std::vector<std::uint8_t> payload(trace::streams_bound(rows.size()));
+  std::vector<std::uint8_t> scratch(trace::streams_scratch(rows.size()));
+  payload.resize(trace::to_streams(rows.data(), rows.size(), payload.data(), scratch.data()));
+  // The preamble's 3 bytes, then the stream lengths: one byte more in the last stream.
+  ASSERT_EQ(0u, payload[3 + codec::s_other]);
+  payload[3 + codec::s_other] = 1;
+  payload.push_back(7);
+  std::vector<std::uint8_t> out(codec::file_header_size + trace::frame_bound(payload.size()));
+  codec::put_file_header(out.data(), {});
+  out.resize(codec::file_header_size + trace::write_frame(payload.data(), payload.size(),
+                                                          out.data() + codec::file_header_size,
+                                                          nullptr, 0));
+  expect_error(out, 1, codec::file_header_size, "the frame's streams hold more than its events");
+}
+
+TEST(TraceCodec, AReleaseNamesItsAllocationByReference) {
+  std::uint8_t buf[256];
+  auto coder = std::make_unique<trace::thread_coder>();
+  trace::frame_encoder enc(buf, sizeof buf, coder.get());
+  enc.begin(1, 0, 0);
+  const std::size_t preamble = enc.size();
+  using k = trace::event_kind;
+  ASSERT_TRUE(enc.put_call({k::operator_new, 1, trace::no_site, 0, 40, 0, 0x7000}));
+  ASSERT_TRUE(enc.put_call({k::operator_new, 2, trace::no_site, 0, 40, 0, 0x7030}));
+  const std::size_t before = enc.size();
+  ASSERT_TRUE(enc.put_call({k::operator_delete_sized, 3, trace::no_site, 0, 40, 0, 0x7000}));
+  // The tag with the flag, the time delta, no site, the size as a delta from the allocation's
+  // (0), and the reference: one allocation back of the last.
+  const std::uint8_t want[] = {
+      static_cast<std::uint8_t>(k::operator_delete_sized) | codec::reference_flag, 1, 0, 0, 1};
+  ASSERT_EQ(sizeof want, enc.size() - before);
+  EXPECT_EQ(0, std::memcmp(want, buf + before, sizeof want));
+  // An allocation of the same class that returns the released block names its place among the
+  // class's released blocks: the first.
+  const std::size_t reuse = enc.size();
+  ASSERT_TRUE(enc.put_call({k::operator_new, 4, trace::no_site, 0, 33, 0, 0x7000}));
+  const std::uint8_t reused[] = {static_cast<std::uint8_t>(k::operator_new) | codec::reuse_flag, 1,
+                                 0, 33, 0};
+  ASSERT_EQ(sizeof reused, enc.size() - reuse);
+  EXPECT_EQ(0, std::memcmp(reused, buf + reuse, sizeof reused));
+  // The block at 0x7030 was never released: a free of 0x7000 now names the last allocation, and
+  // a second free of it, forgotten by then, is written as an address.
+  ASSERT_TRUE(enc.put_call({k::free, 5, trace::no_site, 0, 0, 0, 0x7000}));
+  const std::size_t again = enc.size();
+  ASSERT_TRUE(enc.put_call({k::free, 6, trace::no_site, 0, 0, 0, 0x7000}));
+  EXPECT_EQ(static_cast<std::uint8_t>(k::free), buf[again]);
+  EXPECT_LT(preamble, again);
+}
+
+/// Calls of `threads` threads on a shared heap of random blocks, some freed by another thread,
+/// some freed twice or never allocated, sized releases with the right size and a wrong one,
+/// reallocs and failed allocations: what the block coding must bring back exactly.
+std::vector<std::vector<trace::event>> random_calls(std::uint64_t seed, int threads, int calls) {
+  std::uint64_t x = seed;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  using k = trace::event_kind;
+  std::vector<std::vector<trace::event>> out(static_cast<std::size_t>(threads));
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> live;     // block, size
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> released; // block, size
+  std::uint64_t top = 0x5555'0000'0000;
+  for (int i = 0; i < calls; ++i) {
+    trace::event e;
+    e.time_ns = 1000 + static_cast<std::uint64_t>(i) * 50;
+    e.site = trace::no_site;
+    const std::uint64_t r = next();
+    const std::uint64_t size = r % 64 == 0 ? ~std::uint64_t{0} - r % 3 : 1 + (r >> 8) % 2000;
+    const auto pick = static_cast<std::size_t>((r >> 20) % (live.empty() ? 1 : live.size()));
+    switch ((r >> 40) % 8) {
+    case 0:
+    case 1:
+    case 2: // an allocation: a freed block again, a new one, or a failure
+      e.kind = (r >> 50) % 2 == 0 ? k::malloc : k::operator_new;
+      e.size = size;
+      e.block = (r >> 44) % 16 == 0 ? 0 : (top += 16 * (1 + (r >> 52) % 8));
+      if ((r >> 44) % 4 == 1 && !released.empty()) { // a block released before, as allocators do
+        const std::size_t back = std::min<std::size_t>((r >> 53) % 12, released.size() - 1);
+        const auto it = released.end() - 1 - static_cast<std::ptrdiff_t>(back);
+        e.block = it->first;
+        e.size = (r >> 58) % 2 == 0 ? it->second : size;
+        released.erase(it);
+      }
+      if (e.block != 0) {
+        live.emplace_back(e.block, e.size);
+      }
+      break;
+    case 3:
+    case 4:
+    case 5: // a release of a live block, sized right or wrong, or of one never allocated
+      if (live.empty() || (r >> 44) % 32 == 0) {
+        e.kind = k::free;
+        e.block = (r >> 44) % 2 == 0 ? 0 : top + 4096;
+        break;
+      }
+      e.kind = (r >> 50) % 2 == 0 ? k::free : k::operator_delete_sized;
+      e.block = live[pick].first;
+      e.size = e.kind == k::free    ? 0
+               : (r >> 55) % 4 == 0 ? live[pick].second + 8
+                                    : live[pick].second;
+      released.push_back(live[pick]);
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(pick));
+      break;
+    case 6: // a realloc in place, or moving
+      e.kind = k::realloc;
+      e.size = size;
+      if (!live.empty()) {
+        e.old_block = live[pick].first;
+        e.block = (r >> 45) % 2 == 0 ? e.old_block : (top += 64);
+        live[pick] = {e.block, e.size};
+      } else {
+        e.block = (top += 64);
+        live.emplace_back(e.block, e.size);
+      }
+      break;
+    default: // a block freed a second time: the coder forgot it
+      e.kind = k::free;
+      e.block = live.empty() ? 0 : live[pick].first ^ 16;
+      break;
+    }
+    out[(r >> 60) % static_cast<std::uint64_t>(threads)].push_back(e);
+  }
+  return out;
+}
+
+TEST(Trace, AThreadExitStartsTheBlockStateAfresh) {
+  using k = trace::event_kind;
+  // Before the exit a free of 0x7000 would name its allocation; after it, 0x7000 is written as an
+  // address, and 0x9000's free names the allocation made after the exit.
+  const std::pair<k, std::uint64_t> calls[] = {
+      {k::malloc, 0x7000}, {k::malloc, 0x8000}, {k::thread_exit, 0},      {k::malloc, 0x9000},
+      {k::free, 0x9000},   {k::free, 0x7000},   {k::operator_new, 0x9000}};
+  std::vector<trace::event> events;
+  for (const auto& [kind, block] : calls) {
+    events.emplace_back();
+    events.back().kind = kind;
+    events.back().time_ns = events.size();
+    events.back().size = trace::role(kind) == trace::kind_role::allocation ? 40 : 0;
+    events.back().block = block;
+  }
+  trace::builder b;
+  b.frame(1, {events.begin(), events.begin() + 4});
+  b.frame(1, {events.begin() + 4, events.end()});
+  trace::reader r(b.bytes());
+  const std::vector<trace::event> got = read_all(r);
+  ASSERT_EQ(trace::reader::status::end, r.state()) << r.message();
+  ASSERT_EQ(events.size(), got.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    expect_same(events[i], got[i], 1, trace::no_site);
+  }
+}
+
+TEST(Trace, BlocksComeBackExactlyAcrossFramesAndThreads) {
+  for (std::uint64_t seed : {std::uint64_t{88172645463325252u}, std::uint64_t{0x2545F4914F6CDD1Du},
+                             std::uint64_t{12345u}}) {
+    SCOPED_TRACE(seed);
+    const auto calls = random_calls(seed, 3, 60000);
+    trace::builder b;
+    // Frames of varied lengths, the threads' interleaved.
+    std::vector<trace::event> want;
+    std::vector<std::uint32_t> want_thread;
+    std::size_t at[3] = {};
+    for (std::size_t len = 1;
+         at[0] < calls[0].size() || at[1] < calls[1].size() || at[2] < calls[2].size();
+         len = len * 7 % 9973 + 1) {
+      for (std::uint32_t t = 0; t < 3; ++t) {
+        const std::size_t n = std::min(len, calls[t].size() - at[t]);
+        if (n == 0) {
+          continue;
+        }
+        std::vector<trace::event> frame(calls[t].begin() + static_cast<std::ptrdiff_t>(at[t]),
+                                        calls[t].begin() + static_cast<std::ptrdiff_t>(at[t] + n));
+        b.frame(t + 1, frame);
+        want.insert(want.end(), frame.begin(), frame.end());
+        want_thread.insert(want_thread.end(), n, t + 1);
+        at[t] += n;
+      }
+    }
+    trace::reader r(b.bytes());
+    const std::vector<trace::event> got = read_all(r);
+    ASSERT_EQ(trace::reader::status::end, r.state()) << r.message();
+    ASSERT_EQ(want.size(), got.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      SCOPED_TRACE(i);
+      expect_same(want[i], got[i], want_thread[i], trace::no_site);
+      if (::testing::Test::HasFailure()) {
+        return;
+      }
+    }
+  }
 }
 
 TEST(Trace, NotATraceIsAnErrorAtByteZero) {
@@ -366,7 +608,8 @@ TEST(TraceCodec, DeltasOfAddressesRoundTripBothWays) {
 
 TEST(TraceCodec, TheEncoderRefusesWhatMightNotFit) {
   std::uint8_t buf[64];
-  trace::frame_encoder enc(buf, sizeof buf);
+  auto coder = std::make_unique<trace::thread_coder>();
+  trace::frame_encoder enc(buf, sizeof buf, coder.get());
   enc.begin(1, 0, 0);
   std::size_t n = 0;
   while (enc.put(sample(trace::event_kind::malloc, 1))) {
