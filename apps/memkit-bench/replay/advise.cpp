@@ -17,7 +17,6 @@
 #include "output/format.hpp"
 #include "output/json.hpp"
 #include "output/table.hpp"
-#include "replay/load.hpp"
 #include "replay/processes.hpp"
 #include "replay/records.hpp"
 
@@ -129,13 +128,14 @@ int run_advise(const advise_command_options& o) {
   std::unique_ptr<compiled_trace> trace;
   {
     std::map<std::uint32_t, std::uint64_t> addresses;
-    const event_list events = load_events(o.c.trace, &addresses);
-    sites = top_sites(profile_sites(events), o.top);
+    site_profiler profiler;
+    trace = std::make_unique<compiled_trace>(
+        o.c.trace, [&profiler](const event& e) { profiler.add(e); }, &addresses);
+    sites = top_sites(profiler.finish(), o.top);
     for (auto& s : sites) {
       const auto it = addresses.find(s.site);
       s.address = it == addresses.end() ? 0 : it->second;
     }
-    trace = std::make_unique<compiled_trace>(events);
   }
   const compile_stats& stats = trace->stats();
   std::cerr << "memkit-bench: " << o.c.trace << ": " << trace->summary() << "\n";

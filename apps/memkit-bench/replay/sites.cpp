@@ -39,20 +39,28 @@ std::size_t bucket_of(std::uint64_t size) noexcept {
   return std::min<std::size_t>(static_cast<std::size_t>(std::bit_width(size)), size_buckets - 1);
 }
 
-class profiler {
+} // namespace
+
+class site_profiler::impl {
 public:
-  std::vector<site_profile> run(const event_list& events) {
-    for (std::uint64_t i = 0; i < events.size(); ++i) {
-      const event& e = events[i];
-      if (e.kind == event_kind::alloc && e.result != 0) {
+  void add(const event& e) {
+    const std::uint64_t i = index_;
+    if (e.kind == event_kind::alloc) {
+      if (e.result != 0) {
         born(i, e.result, e.site, e.thread, e.size);
-      } else if (e.kind == event_kind::free) {
-        died(i, e.ptr, e.thread);
-      } else if (e.kind == event_kind::realloc) {
-        moved(i, e);
       }
+    } else if (e.kind == event_kind::free) {
+      died(i, e.ptr, e.thread);
+    } else if (e.kind == event_kind::realloc) {
+      moved(i, e);
+    } else {
+      return; // a thread's start or exit: not an event of the lifetimes
     }
-    const std::uint64_t end = events.size();
+    ++index_;
+  }
+
+  std::vector<site_profile> finish() {
+    const std::uint64_t end = index_;
     for (const auto& [ptr, b] : live_) {
       sites_[b.site].lifetimes.push_back(end - b.born);
     }
@@ -219,11 +227,21 @@ private:
   std::unordered_map<std::uint64_t, live_block> live_;
   std::vector<bool> dead_; ///< per allocation id
   std::uint64_t next_id_ = 0;
+  std::uint64_t index_ = 0; ///< block events so far
 };
 
-} // namespace
+site_profiler::site_profiler() : impl_(std::make_unique<impl>()) {}
+site_profiler::~site_profiler() = default;
+void site_profiler::add(const event& e) { impl_->add(e); }
+std::vector<site_profile> site_profiler::finish() { return impl_->finish(); }
 
-std::vector<site_profile> profile_sites(const event_list& events) { return profiler{}.run(events); }
+std::vector<site_profile> profile_sites(const event_list& events) {
+  site_profiler p;
+  for (const event& e : events) {
+    p.add(e);
+  }
+  return p.finish();
+}
 
 std::vector<site_profile> top_sites(const std::vector<site_profile>& profiles, std::size_t n) {
   std::vector<std::size_t> by_bytes(profiles.size());

@@ -75,13 +75,13 @@ private:
 };
 
 op alloc_op(std::uint32_t slot, std::uint64_t size, std::uint32_t site) {
-  return {size, slot, site, op_kind::alloc, 0};
+  return {op_kind::alloc, size, slot, site};
 }
-op free_op(std::uint32_t slot) { return {0, slot, 0, op_kind::free, 0}; }
+op free_op(std::uint32_t slot) { return {op_kind::free, 0, slot}; }
 op realloc_op(std::uint32_t slot, std::uint64_t size, std::uint32_t site) {
-  return {size, slot, site, op_kind::realloc, 0};
+  return {op_kind::realloc, size, slot, site};
 }
-op wait_op(std::uint32_t stream, std::uint64_t done) { return {done, stream, 0, op_kind::wait, 0}; }
+op wait_op(std::uint32_t stream, std::uint64_t done) { return {op_kind::wait, done, stream}; }
 
 TEST(CausalCompiler, MakesACrossThreadFreeWaitForItsAllocation) {
   trace_builder t;
@@ -90,9 +90,9 @@ TEST(CausalCompiler, MakesACrossThreadFreeWaitForItsAllocation) {
   ASSERT_EQ(p.streams.size(), 2u);
   EXPECT_EQ(p.streams[0].thread, 7u);
   EXPECT_EQ(p.streams[1].thread, 9u);
-  EXPECT_EQ(p.streams[0].ops, (std::vector<op>{alloc_op(0, 40, 0), alloc_op(1, 8, 0), free_op(1)}));
+  EXPECT_EQ(ops_of(p, 0), (std::vector<op>{alloc_op(0, 40, 0), alloc_op(1, 8, 0), free_op(1)}));
   // Thread 9 frees the first block: it waits for thread 7's first operation, no more.
-  EXPECT_EQ(p.streams[1].ops, (std::vector<op>{wait_op(0, 1), free_op(0)}));
+  EXPECT_EQ(ops_of(p, 1), (std::vector<op>{wait_op(0, 1), free_op(0)}));
   EXPECT_EQ(p.stats.cross_thread, 1u);
   EXPECT_EQ(p.stats.waits, 1u);
   EXPECT_TRUE(verify(p).ok) << verify(p).error;
@@ -109,9 +109,10 @@ TEST(CausalCompiler, AddsNoWaitWhereBlocksStayOnTheirThread) {
   const program p = compile(t.events());
   EXPECT_EQ(p.stats.waits, 0u);
   EXPECT_EQ(p.stats.cross_thread, 0u);
-  for (const auto& s : p.streams) {
-    EXPECT_TRUE(std::none_of(s.ops.begin(), s.ops.end(),
-                             [](const op& o) { return o.kind == op_kind::wait; }));
+  for (std::uint32_t s = 0; s < p.streams.size(); ++s) {
+    const std::vector<op> ops = ops_of(p, s);
+    EXPECT_TRUE(std::none_of(ops.begin(), ops.end(),
+                             [](const op& o) { return o.kind() == op_kind::wait; }));
   }
   EXPECT_TRUE(verify(p).ok);
 }
@@ -126,9 +127,9 @@ TEST(CausalCompiler, OrdersAReallocChainAcrossThreads) {
       .free(1, 0xc0);
   const program p = compile(t.events());
   ASSERT_EQ(p.streams.size(), 2u);
-  EXPECT_EQ(p.streams[0].ops,
+  EXPECT_EQ(ops_of(p, 0),
             (std::vector<op>{alloc_op(0, 16, 0), realloc_op(0, 64, 1), wait_op(1, 2), free_op(0)}));
-  EXPECT_EQ(p.streams[1].ops, (std::vector<op>{wait_op(0, 2), realloc_op(0, 256, 2)}));
+  EXPECT_EQ(ops_of(p, 1), (std::vector<op>{wait_op(0, 2), realloc_op(0, 256, 2)}));
   EXPECT_EQ(p.sites, (std::vector<std::uint32_t>{5, 6, 7}));
   EXPECT_EQ(p.stats.cross_thread, 2u);
   EXPECT_EQ(p.stats.peak_live_bytes, 256u);
@@ -139,7 +140,7 @@ TEST(CausalCompiler, WaitsOnceForSeveralBlocksOfTheSameThread) {
   trace_builder t;
   t.alloc(1, 0x1, 8).alloc(1, 0x2, 8).free(2, 0x2).free(2, 0x1);
   const program p = compile(t.events());
-  EXPECT_EQ(p.streams[1].ops, (std::vector<op>{wait_op(0, 2), free_op(1), free_op(0)}));
+  EXPECT_EQ(ops_of(p, 1), (std::vector<op>{wait_op(0, 2), free_op(1), free_op(0)}));
 }
 
 TEST(CausalCompiler, ReusesASlotFreedOnAnotherThreadOnlyAfterThatFree) {
@@ -149,7 +150,7 @@ TEST(CausalCompiler, ReusesASlotFreedOnAnotherThreadOnlyAfterThatFree) {
   t.alloc(1, 0x1, 8).free(2, 0x1).alloc(3, 0x2, 8).free(3, 0x2);
   const program p = compile(t.events());
   EXPECT_EQ(p.slots, 1u);
-  EXPECT_EQ(p.streams[2].ops, (std::vector<op>{wait_op(1, 2), alloc_op(0, 8, 0), free_op(0)}));
+  EXPECT_EQ(ops_of(p, 2), (std::vector<op>{wait_op(1, 2), alloc_op(0, 8, 0), free_op(0)}));
   EXPECT_TRUE(verify(p).ok) << verify(p).error;
 }
 
@@ -161,7 +162,7 @@ TEST(CausalCompiler, TurnsReallocEdgeCasesIntoAllocationsAndFrees) {
       .realloc(1, 0x77, 0x20, 16) // of a block from before recording: an allocation
       .free(1, 0x20);
   const program p = compile(t.events());
-  EXPECT_EQ(p.streams[0].ops,
+  EXPECT_EQ(ops_of(p, 0),
             (std::vector<op>{alloc_op(0, 32, 0), free_op(0), alloc_op(0, 16, 0), free_op(0)}));
   EXPECT_EQ(p.stats.failed_reallocs, 1u);
   EXPECT_EQ(p.stats.unknown_reallocs, 1u);
@@ -178,8 +179,8 @@ TEST(Verifier, CountsUnknownPointersAndDoubleFreesInsteadOfReplayingThem) {
   EXPECT_EQ(p.stats.unknown_frees, 1u);
   EXPECT_EQ(p.stats.double_frees, 1u);
   EXPECT_EQ(p.stats.leaked, 0u);
-  EXPECT_EQ(p.streams[0].ops, (std::vector<op>{alloc_op(0, 8, 0), free_op(0)}));
-  EXPECT_TRUE(p.streams[1].ops.empty());
+  EXPECT_EQ(ops_of(p, 0), (std::vector<op>{alloc_op(0, 8, 0), free_op(0)}));
+  EXPECT_TRUE(ops_of(p, 1).empty());
   const verify_result v = verify(p);
   EXPECT_TRUE(v.ok) << v.error;
   EXPECT_EQ(v.checked, 2u);
@@ -190,16 +191,13 @@ TEST(Verifier, CountsABlockAllocatedAgainWithoutItsFreeAndFreesIt) {
   t.alloc(1, 0x10, 8).alloc(1, 0x10, 24).free(1, 0x10);
   const program p = compile(t.events());
   EXPECT_EQ(p.stats.reused_live, 1u);
-  EXPECT_EQ(p.streams[0].ops,
+  EXPECT_EQ(ops_of(p, 0),
             (std::vector<op>{alloc_op(0, 8, 0), free_op(0), alloc_op(0, 24, 0), free_op(0)}));
   EXPECT_TRUE(verify(p).ok);
 }
 
 program two_streams(std::vector<op> a, std::vector<op> b, std::uint32_t slots) {
-  program p;
-  p.streams = {{1, std::move(a)}, {2, std::move(b)}};
-  p.slots = slots;
-  return p;
+  return make_program({{1, std::move(a)}, {2, std::move(b)}}, slots);
 }
 
 TEST(Verifier, RejectsAFreeWithoutAWaitForItsAllocation) {
@@ -256,9 +254,9 @@ TEST(ProgramFile, ReadsBackWhatItWroteAndRejectsAnythingElse) {
   EXPECT_EQ(q.sites, p.sites);
   EXPECT_EQ(q.stats, p.stats);
   ASSERT_EQ(q.streams.size(), p.streams.size());
-  for (std::size_t s = 0; s < p.streams.size(); ++s) {
+  for (std::uint32_t s = 0; s < p.streams.size(); ++s) {
     EXPECT_EQ(q.streams[s].thread, p.streams[s].thread);
-    EXPECT_EQ(q.streams[s].ops, p.streams[s].ops);
+    EXPECT_EQ(ops_of(q, s), ops_of(p, s));
   }
   std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1);
   EXPECT_THROW(load_program(path), std::runtime_error);
@@ -271,9 +269,10 @@ TEST(ProgramFile, ReadsBackWhatItWroteAndRejectsAnythingElse) {
 /// The number of allocation, free and realloc operations in `p`.
 std::uint64_t calls(const program& p) {
   std::uint64_t n = 0;
-  for (const auto& s : p.streams) {
+  for (std::uint32_t s = 0; s < p.streams.size(); ++s) {
+    const std::vector<op> ops = ops_of(p, s);
     n += static_cast<std::uint64_t>(std::count_if(
-        s.ops.begin(), s.ops.end(), [](const op& o) { return o.kind != op_kind::wait; }));
+        ops.begin(), ops.end(), [](const op& o) { return o.kind() != op_kind::wait; }));
   }
   return n;
 }
