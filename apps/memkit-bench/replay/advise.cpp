@@ -117,7 +117,12 @@ void decide(advice& a, double time_threshold, double rss_threshold) {
   if (a.use) {
     a.why = faster && smaller ? "faster and smaller" : faster ? "faster" : "smaller";
   } else if (!a.time.known()) {
-    a.why = "no interval (needs 2 or more processes)";
+    // The bootstrap needs two processes a side: say which side had fewer, and why.
+    a.why = a.processes < 2 ? "no interval: the bootstrap needs --processes 2 or more"
+                            : "no interval: " + std::to_string(a.time.processes) + " of " +
+                                  std::to_string(a.processes) +
+                                  " replays succeeded on the side with fewer (a failed replay "
+                                  "says why above); the bootstrap needs 2 or more";
   } else {
     a.why = "gain not above the thresholds";
   }
@@ -192,10 +197,13 @@ int run_advise(const advise_command_options& o) {
   const auto base = second.find(best->name);
   for (auto& a : all) {
     const auto it = a.variant.empty() ? second.end() : second.find(a.variant);
+    a.processes = o.c.processes;
     if (it != second.end() && base != second.end() && !it->second.empty()) {
       a.time = speedup_interval(of(base->second, false), of(it->second, false));
       a.rss = speedup_interval(of(base->second, true), of(it->second, true));
     }
+    a.time.processes = std::min(it == second.end() ? 0 : it->second.size(),
+                                base == second.end() ? 0 : base->second.size());
     decide(a, o.time_threshold, o.rss_threshold);
   }
   const run_info info = check_rows(

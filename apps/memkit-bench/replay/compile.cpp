@@ -221,6 +221,7 @@ private:
     std::uint32_t last_chunk = no_chunk;
     std::vector<std::uint32_t> free_slots; ///< its freed slots, a stack
     bool exited = false;
+    std::size_t running_at = 0; ///< its index in running_ until it exits
   };
 
   std::uint32_t stream_of(std::uint32_t thread) {
@@ -231,7 +232,9 @@ private:
       s.thread = thread;
       p_.streams.push_back(s);
       states_.emplace_back();
-      p_.stats.peak_threads = std::max(p_.stats.peak_threads, ++live_threads_);
+      states_.back().running_at = running_.size();
+      running_.push_back(static_cast<std::uint32_t>(p_.streams.size() - 1));
+      p_.stats.peak_threads = std::max<std::uint64_t>(p_.stats.peak_threads, running_.size());
     }
     return it->second;
   }
@@ -244,14 +247,13 @@ private:
       return; // a second start, or one after its calls: nothing to order
     }
     const std::uint64_t waits = p_.stats.waits;
-    if (last_started_ != no_stream) {
-      order_after(s, {last_started_, p_.streams[last_started_].ops});
-    }
     for (const position& at : exits_) {
       order_after(s, at);
     }
     exits_.clear();
-    last_started_ = s;
+    for (const std::uint32_t other : running_) {
+      order_after(s, {other, p_.streams[other].ops});
+    }
     p_.streams[s].start_waits = static_cast<std::uint32_t>(p_.stats.waits - waits);
     p_.stats.start_waits += p_.stats.waits - waits;
   }
@@ -263,7 +265,10 @@ private:
       return;
     }
     st.exited = true;
-    --live_threads_;
+    // Out of the running list: the last one takes its place.
+    running_[st.running_at] = running_.back();
+    states_[running_[st.running_at]].running_at = st.running_at;
+    running_.pop_back();
     exits_.push_back({s, p_.streams[s].ops});
     flush(s);
     st.buffer = {};
@@ -465,22 +470,19 @@ private:
     }
   }
 
-  static constexpr std::uint32_t no_stream = UINT32_MAX;
-
   program p_;
   std::vector<stream_state> states_;
   std::unordered_map<std::uint32_t, std::uint32_t> streams_; ///< thread id -> stream
   std::unordered_map<std::uint32_t, std::uint32_t> sites_;   ///< site id -> dense index
   flat_map<live_block> live_;                                ///< address -> block
-  flat_map<bool> freed_;              ///< addresses freed and not allocated since
-  flat_map<std::uint64_t> waited_;    ///< pair_key(s, t) -> how far s waited for t
-  std::vector<std::uint32_t> donors_; ///< streams whose free slots may be non-empty
-  std::vector<position> freed_at_;    ///< per slot: the free that released it last
-  std::vector<position> exits_;       ///< threads' ends since the last thread start
-  std::uint32_t last_started_ = no_stream;
+  flat_map<bool> freed_;               ///< addresses freed and not allocated since
+  flat_map<std::uint64_t> waited_;     ///< pair_key(s, t) -> how far s waited for t
+  std::vector<std::uint32_t> donors_;  ///< streams whose free slots may be non-empty
+  std::vector<position> freed_at_;     ///< per slot: the free that released it last
+  std::vector<position> exits_;        ///< threads' ends since the last thread start
+  std::vector<std::uint32_t> running_; ///< the streams whose threads have not exited
   std::uint64_t live_bytes_ = 0;
   std::uint64_t live_blocks_ = 0;
-  std::uint64_t live_threads_ = 0;
 };
 
 causal_compiler::causal_compiler(op_storage storage)

@@ -22,6 +22,7 @@
 
 #include "replay/advise.hpp"
 #include "replay/compile.hpp"
+#include "replay/flat_map.hpp"
 #include "replay/load.hpp"
 #include "replay/program_file.hpp"
 #include "replay/replayer.hpp"
@@ -61,6 +62,18 @@ public:
     e.result = result;
     e.size = size;
     e.site = site;
+    return add(e);
+  }
+  trace_builder& start(std::uint32_t thread) {
+    event e;
+    e.kind = event_kind::thread_start;
+    e.thread = thread;
+    return add(e);
+  }
+  trace_builder& exit(std::uint32_t thread) {
+    event e;
+    e.kind = event_kind::thread_exit;
+    e.thread = thread;
     return add(e);
   }
   const event_list& events() const { return events_; }
@@ -166,6 +179,26 @@ TEST(CausalCompiler, TurnsReallocEdgeCasesIntoAllocationsAndFrees) {
             (std::vector<op>{alloc_op(0, 32, 0), free_op(0), alloc_op(0, 16, 0), free_op(0)}));
   EXPECT_EQ(p.stats.failed_reallocs, 1u);
   EXPECT_EQ(p.stats.unknown_reallocs, 1u);
+}
+
+TEST(CausalCompiler, StartsAThreadOnlyAfterWhatPrecededItsStart) {
+  // Thread 1 lives throughout; 2 and 3 run one after the other, 3 freeing what 2 allocated.
+  trace_builder t;
+  t.start(1).alloc(1, 0x10, 8).start(2).alloc(2, 0x20, 8).exit(2);
+  t.alloc(1, 0x30, 8).start(3).free(3, 0x20).exit(3).free(1, 0x30).free(1, 0x10);
+  const program p = compile(t.events());
+  ASSERT_EQ(p.streams.size(), 3u);
+  EXPECT_EQ(p.streams[0].start_waits, 0u); // the first thread: nothing before it
+  // Thread 2 waits for thread 1's first allocation, which came before its start.
+  EXPECT_EQ(p.streams[1].start_waits, 1u);
+  EXPECT_EQ(ops_of(p, 1), (std::vector<op>{wait_op(0, 1), alloc_op(1, 8, 0)}));
+  // Thread 3 waits for thread 2's last operation (it exited before 3 started), which covers
+  // the block it frees, and for thread 1's second allocation, which came before 3 started.
+  EXPECT_EQ(p.streams[2].start_waits, 2u);
+  EXPECT_EQ(ops_of(p, 2), (std::vector<op>{wait_op(1, 2), wait_op(0, 2), free_op(1)}));
+  EXPECT_EQ(p.stats.start_waits, 3u);
+  EXPECT_EQ(p.stats.peak_threads, 2u);
+  EXPECT_TRUE(verify(p).ok) << verify(p).error;
 }
 
 TEST(Verifier, CountsUnknownPointersAndDoubleFreesInsteadOfReplayingThem) {
@@ -334,6 +367,109 @@ TEST(Replay, RoutesSitesToEveryStrategyWithContentsIntact) {
   }
 }
 
+/// A thread-per-request program: thread 1 lives throughout, then `workers` threads run one
+/// after another, each allocating and freeing `blocks` blocks and handing its last block to the
+/// next one. With `starts` false, the same calls without the threads' starts and exits.
+event_list one_thread_after_another(std::uint32_t workers, std::uint64_t blocks, bool starts) {
+  trace_builder t;
+  if (starts) {
+    t.start(1);
+  }
+  t.alloc(1, 0x10, 64);
+  std::uint64_t handed = 0;
+  for (std::uint32_t w = 2; w < workers + 2; ++w) {
+    if (starts) {
+      t.start(w);
+    }
+    if (handed != 0) {
+      t.free(w, handed);
+    }
+    for (std::uint64_t i = 0; i < blocks; ++i) {
+      t.alloc(w, 0x1000 + i * 16, 16 + i % 64);
+    }
+    for (std::uint64_t i = 0; i + 1 < blocks; ++i) {
+      t.free(w, 0x1000 + i * 16);
+    }
+    handed = 0x1000 + (blocks - 1) * 16;
+    if (starts) {
+      t.exit(w);
+    }
+  }
+  t.free(1, handed).free(1, 0x10);
+  return t.events();
+}
+
+TEST(Replay, NeverRunsThreadsThatRanOneAfterAnotherAtOnce) {
+  const program p = compile(one_thread_after_another(24, 300, true));
+  ASSERT_TRUE(verify(p).ok) << verify(p).error;
+  EXPECT_EQ(p.stats.peak_threads, 2u);
+  router none(p, {});
+  const replay_result r = replay_routed(p, none, {touch_mode::page, 8});
+  EXPECT_EQ(r.content_errors, 0u);
+  EXPECT_EQ(r.ops, calls(p));
+  // The thread that lives throughout and one worker at a time, never two workers.
+  EXPECT_LE(r.peak_threads, 2u);
+  EXPECT_GE(r.peak_threads, 1u);
+  const replay_result null = replay_null(p, {});
+  EXPECT_LE(null.peak_threads, 2u);
+  EXPECT_EQ(null.checksum, r.checksum);
+  // Without the starts, every thread is started at once, and the same calls are replayed.
+  const program all_at_once = compile(one_thread_after_another(24, 300, false));
+  EXPECT_EQ(all_at_once.stats.start_waits, 0u);
+  EXPECT_EQ(replay_null(all_at_once, {}).ops, r.ops);
+}
+
+TEST(ProgramFile, HoldsWhatTheCompilerWroteIntoItChunkByChunk) {
+  const event_list events = synthetic_trace({30'000, 3, 4});
+  const program in_memory = compile(events);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("memkit-replay-compiled-" + std::to_string(getpid())))
+                               .string();
+  causal_compiler c(create_program_file(path));
+  for (const event& e : events) {
+    c.add(e);
+  }
+  const program written = c.finish();
+  finish_program_file(written);
+  const program read = load_program(path);
+  std::filesystem::remove(path); // the open descriptor keeps it readable
+  EXPECT_FALSE(read.storage.in_memory());
+  EXPECT_GT(read.chunks.size(), read.streams.size()); // streams span several chunks
+  EXPECT_EQ(read.stats, in_memory.stats);
+  EXPECT_EQ(read.largest, in_memory.largest);
+  for (std::uint32_t s = 0; s < in_memory.streams.size(); ++s) {
+    EXPECT_EQ(ops_of(read, s), ops_of(in_memory, s));
+  }
+  ASSERT_TRUE(verify(read).ok);
+  router none(read, {});
+  const replay_result r = replay_routed(read, none, {touch_mode::none, 64});
+  EXPECT_EQ(r.content_errors, 0u);
+  EXPECT_EQ(r.checksum, replay_null(in_memory, {}).checksum);
+}
+
+TEST(FlatMap, FindsEveryKeyLeftAfterErasingHalf) {
+  flat_map<std::uint64_t> m;
+  constexpr std::uint64_t n = 5'000;
+  for (std::uint64_t k = 1; k <= n; ++k) {
+    *m.insert(k * 4096).first = k; // addresses: keys alike in their low bits
+  }
+  EXPECT_FALSE(m.insert(4096).second);
+  for (std::uint64_t k = 1; k <= n; k += 2) {
+    EXPECT_TRUE(m.erase(k * 4096));
+  }
+  EXPECT_FALSE(m.erase(4096));
+  EXPECT_EQ(m.size(), n / 2);
+  for (std::uint64_t k = 1; k <= n; ++k) {
+    const std::uint64_t* v = m.find(k * 4096);
+    if (k % 2 == 0) {
+      ASSERT_NE(v, nullptr) << k;
+      EXPECT_EQ(*v, k);
+    } else {
+      EXPECT_EQ(v, nullptr) << k;
+    }
+  }
+}
+
 TEST(Advice, FindsTheKnownPatternOfEverySyntheticSite) {
   const std::vector<site_profile> sites = profile_sites(synthetic_trace({60'000, 2, 5}));
   const auto find = [&](std::uint32_t id) {
@@ -389,8 +525,14 @@ TEST(Advice, KeepsACandidateOnlyWhenItsIntervalClearsAThreshold) {
   EXPECT_FALSE(a.use);
   EXPECT_EQ(a.verdict, "keep mimalloc");
   a.time = {1.50, 0, 0, 1}; // one process: no interval, no claim
+  a.processes = 1;
   decide(a, 0.05, 0.10);
   EXPECT_FALSE(a.use);
+  EXPECT_EQ(a.why, "no interval: the bootstrap needs --processes 2 or more");
+  a.processes = 2; // two asked, one candidate replay failed: the why says so
+  decide(a, 0.05, 0.10);
+  EXPECT_FALSE(a.use);
+  EXPECT_NE(a.why.find("1 of 2 replays succeeded"), std::string::npos) << a.why;
   a.site.candidate = strategy::malloc;
   a.site.reason = "long-lived: nothing to gain";
   decide(a, 0.05, 0.10);
