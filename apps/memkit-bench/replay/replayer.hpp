@@ -47,6 +47,8 @@ struct replay_result {
   /// Most stream threads running at once: at most the program's threads live at once where the
   /// trace recorded its threads' starts and exits (compile.hpp).
   std::uint64_t peak_threads = 0;
+
+  bool operator==(const replay_result&) const = default;
 };
 
 /// replay_result's field list: its JSON record (replay/records.hpp).
