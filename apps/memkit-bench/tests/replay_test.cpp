@@ -635,6 +635,37 @@ TEST(TraceFile, IsReadInTimeOrderWithEveryBlockEventAdapted) {
   EXPECT_EQ(replay_routed(p, none, {}).content_errors, 0u);
 }
 
+TEST(TraceFile, ThreadsStartsAndExitsMakeALaterThreadWaitForAnEarlierOnesEnd) {
+  // Thread 2 starts after thread 1 exited; its frame comes first in the file.
+  mt::event start1 = recorded(mt::event_kind::thread_start, 5, 0, 0);
+  start1.tid = 100;
+  mt::event start2 = recorded(mt::event_kind::thread_start, 60, 0, 0);
+  start2.tid = 101;
+  mt::builder b({}, false);
+  b.frame(2, {start2, recorded(mt::event_kind::malloc, 70, 0x2000, 32),
+              recorded(mt::event_kind::free, 80, 0x2000, 0),
+              recorded(mt::event_kind::thread_exit, 90, 0, 0)});
+  b.frame(1, {start1, recorded(mt::event_kind::malloc, 10, 0x1000, 16),
+              recorded(mt::event_kind::free, 20, 0x1000, 0),
+              recorded(mt::event_kind::thread_exit, 30, 0, 0)});
+  const trace_file f;
+  f.write(b.bytes());
+  const event_list events = load_events(f.path());
+  ASSERT_EQ(events.size(), 8u);
+  EXPECT_EQ(events[0].kind, event_kind::thread_start);
+  EXPECT_EQ(events[0].thread, 1u);
+  EXPECT_EQ(events[3].kind, event_kind::thread_exit);
+  EXPECT_EQ(events[4].kind, event_kind::thread_start);
+  EXPECT_EQ(events[4].thread, 2u);
+  const program p = compile(events);
+  ASSERT_EQ(p.streams.size(), 2u);
+  EXPECT_EQ(p.stats.peak_threads, 1u);
+  EXPECT_EQ(p.streams[1].start_waits, 1u);
+  EXPECT_EQ(ops_of(p, 1), (std::vector<op>{wait_op(0, 2), alloc_op(0, 32, 0), free_op(0)}));
+  ASSERT_TRUE(verify(p).ok) << verify(p).error;
+  EXPECT_EQ(replay_null(p, {}).peak_threads, 1u);
+}
+
 TEST(TraceFile, CutFileGivesItsCompleteFramesAndCorruptOneAnErrorWithTheOffset) {
   const trace_file f;
   std::vector<std::uint8_t> cut = f.bytes();
