@@ -89,25 +89,29 @@ const op* op_storage::read(std::uint64_t offset, std::uint32_t count, op* scratc
 }
 
 stream_cursor::stream_cursor(const program& p, std::uint32_t s) noexcept
-    : p_(p), chunk_(p.streams[s].first_chunk) {}
+    : p_(p), chunk_(p.streams[s].first_chunk),
+      // No chunk is longer than its stream: a short stream gets a buffer of a page or two.
+      scratch_bytes_(
+          (std::min<std::uint64_t>(p.streams[s].ops, max_chunk_ops) * sizeof(op) + 4095) / 4096 *
+          4096) {}
 
 stream_cursor::~stream_cursor() {
   if (scratch_ != nullptr) {
-    munmap(scratch_, max_chunk_ops * sizeof(op));
+    munmap(scratch_, scratch_bytes_);
   }
 }
 
 void stream_cursor::prepare() noexcept {
-  if (scratch_ != nullptr || p_.storage.in_memory()) {
+  if (scratch_ != nullptr || p_.storage.in_memory() || scratch_bytes_ == 0) {
     return;
   }
-  void* m = mmap(nullptr, max_chunk_ops * sizeof(op), PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* m =
+      mmap(nullptr, scratch_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) {
     std::fprintf(stderr, "memkit-bench replay: out of memory for a stream's buffer\n");
     std::abort();
   }
-  std::memset(m, 0, max_chunk_ops * sizeof(op));
+  std::memset(m, 0, scratch_bytes_);
   scratch_ = static_cast<op*>(m);
 }
 

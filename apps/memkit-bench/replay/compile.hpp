@@ -199,6 +199,7 @@ public:
 private:
   const program& p_;
   std::uint32_t chunk_;
+  std::size_t scratch_bytes_;
   op* scratch_ = nullptr;
 };
 

@@ -372,21 +372,23 @@ struct replay_run {
     finished[si].set.store(true, std::memory_order_release);
   }
 
-  /// \effects waits until stream `s`'s start waits are met (its thread's start, compile.hpp).
-  void await_start(std::uint32_t s) {
-    stream_cursor c(p, s);
+  /// \effects waits until stream `s`'s start waits are met (its thread's start, compile.hpp),
+  /// reading them into `scratch` (room for a chunk).
+  void await_start(std::uint32_t s, op* scratch) {
     std::uint32_t left = p.streams[s].start_waits;
-    std::uint32_t n = 0;
-    while (left != 0) {
-      const op* ops = c.next_chunk(n);
-      for (std::uint32_t j = 0; j < n && left != 0; ++j, --left) {
+    for (std::uint32_t c = p.streams[s].first_chunk; left != 0; c = p.chunks[c].next) {
+      const std::uint32_t n = std::min(left, p.chunks[c].count);
+      const op* ops = p.storage.read(p.chunks[c].offset, n, scratch);
+      for (std::uint32_t j = 0; j < n; ++j) {
         wait_for(done[ops[j].slot()].done, ops[j].arg());
       }
+      left -= n;
     }
   }
 
   replay_result run() {
     replay_result r;
+    std::vector<op> scratch(max_chunk_ops); // the start waits of later threads, read back
     reset_peak_rss();
     const std::size_t rss_before = rss_kib();
     std::vector<std::thread> threads;
@@ -410,7 +412,7 @@ struct replay_run {
     const std::size_t early = threads.size();
     std::size_t joined = early;
     for (const std::uint32_t s : later) {
-      await_start(s);
+      await_start(s, scratch.data());
       threads.emplace_back([this, s] { run_stream(s); });
       while (joined < threads.size() &&
              finished[later[joined - early]].set.load(std::memory_order_acquire)) {
