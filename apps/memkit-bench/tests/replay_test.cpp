@@ -245,6 +245,18 @@ TEST(Verifier, RejectsAFreeOfAnEmptySlotAndAnAllocationIntoALiveOne) {
   EXPECT_FALSE(verify(two_streams({alloc_op(3, 8, 0)}, {}, 1)).ok); // slot out of range
 }
 
+TEST(Verifier, RejectsStartWaitsThatAreNotWaits) {
+  program p = two_streams({alloc_op(0, 8, 0), free_op(0)}, {wait_op(0, 2), alloc_op(1, 8, 0)}, 2);
+  p.streams[1].start_waits = 1;
+  EXPECT_TRUE(verify(p).ok) << verify(p).error;
+  p.streams[1].start_waits = 2; // the replay would wait on an allocation
+  const verify_result v = verify(p);
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.error.find("start waits"), std::string::npos) << v.error;
+  p.streams[1].start_waits = 3;
+  EXPECT_FALSE(verify(p).ok);
+}
+
 TEST(Verifier, RejectsWaitsThatNeverEnd) {
   // Each stream waits for the other: a cycle.
   const verify_result cycle = verify(
