@@ -89,10 +89,12 @@ compiled_trace::compiled_trace(const std::string& trace, const event_sink& also,
   }
   stats_ = p.stats;
   std::ostringstream s;
-  s << stats_.events << " events, " << p.streams.size() << " threads, " << p.slots << " slots, "
-    << stats_.waits << " waits; verified " << v.checked << " operations; unknown frees "
-    << stats_.unknown_frees << ", unknown reallocs " << stats_.unknown_reallocs << ", double frees "
-    << stats_.double_frees << ", leaked " << stats_.leaked;
+  s << stats_.events << " events, " << p.streams.size() << " threads (at most "
+    << stats_.peak_threads << " at once), " << p.slots << " slots, " << stats_.waits << " waits ("
+    << stats_.start_waits << " at threads' starts); verified " << v.checked
+    << " operations; unknown frees " << stats_.unknown_frees << ", unknown reallocs "
+    << stats_.unknown_reallocs << ", double frees " << stats_.double_frees << ", leaked "
+    << stats_.leaked;
   summary_ = s.str();
 }
 
