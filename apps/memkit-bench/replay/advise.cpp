@@ -17,7 +17,6 @@
 #include "output/format.hpp"
 #include "output/json.hpp"
 #include "output/table.hpp"
-#include "replay/load.hpp"
 #include "replay/processes.hpp"
 #include "replay/records.hpp"
 
@@ -118,7 +117,12 @@ void decide(advice& a, double time_threshold, double rss_threshold) {
   if (a.use) {
     a.why = faster && smaller ? "faster and smaller" : faster ? "faster" : "smaller";
   } else if (!a.time.known()) {
-    a.why = "no interval (needs 2 or more processes)";
+    // The bootstrap needs two processes a side: say which side had fewer, and why.
+    a.why = a.processes < 2 ? "no interval: the bootstrap needs --processes 2 or more"
+                            : "no interval: " + std::to_string(a.time.processes) + " of " +
+                                  std::to_string(a.processes) +
+                                  " replays succeeded on the side with fewer (a failed replay "
+                                  "says why above); the bootstrap needs 2 or more";
   } else {
     a.why = "gain not above the thresholds";
   }
@@ -129,13 +133,14 @@ int run_advise(const advise_command_options& o) {
   std::unique_ptr<compiled_trace> trace;
   {
     std::map<std::uint32_t, std::uint64_t> addresses;
-    const event_list events = load_events(o.c.trace, &addresses);
-    sites = top_sites(profile_sites(events), o.top);
+    site_profiler profiler;
+    trace = std::make_unique<compiled_trace>(
+        o.c.trace, [&profiler](const event& e) { profiler.add(e); }, &addresses);
+    sites = top_sites(profiler.finish(), o.top);
     for (auto& s : sites) {
       const auto it = addresses.find(s.site);
       s.address = it == addresses.end() ? 0 : it->second;
     }
-    trace = std::make_unique<compiled_trace>(events);
   }
   const compile_stats& stats = trace->stats();
   std::cerr << "memkit-bench: " << o.c.trace << ": " << trace->summary() << "\n";
@@ -192,10 +197,13 @@ int run_advise(const advise_command_options& o) {
   const auto base = second.find(best->name);
   for (auto& a : all) {
     const auto it = a.variant.empty() ? second.end() : second.find(a.variant);
+    a.processes = o.c.processes;
     if (it != second.end() && base != second.end() && !it->second.empty()) {
       a.time = speedup_interval(of(base->second, false), of(it->second, false));
       a.rss = speedup_interval(of(base->second, true), of(it->second, true));
     }
+    a.time.processes = std::min(it == second.end() ? 0 : it->second.size(),
+                                base == second.end() ? 0 : base->second.size());
     decide(a, o.time_threshold, o.rss_threshold);
   }
   const run_info info = check_rows(

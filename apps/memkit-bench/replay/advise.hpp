@@ -15,13 +15,15 @@ namespace memkit::bench::replay {
 /// One site's advice.
 struct advice {
   site_profile site;
-  std::string baseline; ///< the best general-purpose allocator: the one to beat
-  std::string variant;  ///< the candidate's replay variant, "" when there was no candidate
-  ratio_interval time;  ///< baseline's replay time / the candidate's, over processes
-  ratio_interval rss;   ///< baseline's peak RSS / the candidate's
-  bool use = false;     ///< the candidate cleared a threshold
-  std::string verdict;  ///< "use arena" or "keep mimalloc"
-  std::string why;      ///< the gain that cleared, or what fell short
+  std::string baseline;      ///< the best general-purpose allocator: the one to beat
+  std::string variant;       ///< the candidate's replay variant, "" when there was no candidate
+  std::size_t processes = 0; ///< processes asked for per variant (--processes)
+  ratio_interval time;       ///< baseline's replay time / the candidate's, over the processes that
+                             ///< succeeded (time.processes: the fewer of the two sides')
+  ratio_interval rss;        ///< baseline's peak RSS / the candidate's
+  bool use = false;          ///< the candidate cleared a threshold
+  std::string verdict;       ///< "use arena" or "keep mimalloc"
+  std::string why;           ///< the gain that cleared, or what fell short
 };
 
 /// \returns whether `r`'s interval lies wholly above 1 + `threshold`: a gain measured, not a

@@ -135,7 +135,7 @@ int run_replay(const replay_command_options& o) {
   if (!ok) {
     return 2;
   }
-  const compiled_trace trace(load_events(o.c.trace));
+  const compiled_trace trace(o.c.trace);
   const compile_stats& stats = trace.stats();
   std::cerr << "memkit-bench: " << o.c.trace << ": " << trace.summary() << "\n";
   const auto runs = replay_in_processes(o.c, trace, variants, ok);

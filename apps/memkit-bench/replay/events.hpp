@@ -6,15 +6,18 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace memkit::bench::replay {
 
 enum class event_kind : std::uint8_t {
-  alloc,   ///< malloc, calloc, aligned forms, operator new: `result` of `size` bytes
-  free,    ///< free, operator delete: releases `ptr` (0: free(NULL), ignored)
-  realloc, ///< realloc(`ptr`, `size`) returned `result` (ptr 0: an allocation; size 0 and
-           ///< result 0: a free; result 0 otherwise: failed, the block lives on)
+  alloc,        ///< malloc, calloc, aligned forms, operator new: `result` of `size` bytes
+  free,         ///< free, operator delete: releases `ptr` (0: free(NULL), ignored)
+  realloc,      ///< realloc(`ptr`, `size`) returned `result` (ptr 0: an allocation; size 0 and
+                ///< result 0: a free; result 0 otherwise: failed, the block lives on)
+  thread_start, ///< the thread began (recorded with its first call, before it)
+  thread_exit,  ///< the thread ended (after its last call)
 };
 
 /// One allocation call. Events are given in the recorded order: by `time`, each thread's own in
@@ -33,5 +36,11 @@ struct event {
 };
 
 using event_list = std::vector<event>;
+
+/// Takes events one at a time, in the recorded order: how a trace too long to hold is read.
+using event_sink = std::function<void(const event&)>;
+
+/// Takes events one at a time, in the recorded order: how a trace too long to hold is read.
+using event_sink = std::function<void(const event&)>;
 
 } // namespace memkit::bench::replay

@@ -18,6 +18,7 @@
 #include "core/spawn.hpp"
 #include "output/report.hpp"
 #include "replacement/replacement.hpp"
+#include "replay/load.hpp"
 #include "replay/program_file.hpp"
 #include "replay/records.hpp"
 
@@ -59,22 +60,41 @@ std::vector<variant_spec> general_purpose_variants(const std::vector<std::string
   return out;
 }
 
-compiled_trace::compiled_trace(const event_list& events)
+compiled_trace::compiled_trace(const std::string& trace, const event_sink& also,
+                               std::map<std::uint32_t, std::uint64_t>* addresses)
     : path_((std::filesystem::temp_directory_path() /
              ("memkit-bench-replay-" + std::to_string(getpid()) + ".program"))
                 .string()) {
-  const program p = compile(events);
+  causal_compiler c(create_program_file(path_));
+  try {
+    read_events(
+        trace,
+        [&](const event& e) {
+          c.add(e);
+          if (also) {
+            also(e);
+          }
+        },
+        addresses);
+  } catch (...) {
+    std::filesystem::remove(path_);
+    throw;
+  }
+  const program p = c.finish();
+  finish_program_file(p);
   const verify_result v = verify(p);
   if (!v.ok) {
+    std::filesystem::remove(path_);
     throw std::runtime_error("the compiled trace failed verification: " + v.error);
   }
-  save_program(p, path_);
   stats_ = p.stats;
   std::ostringstream s;
-  s << stats_.events << " events, " << p.streams.size() << " threads, " << p.slots << " slots, "
-    << stats_.waits << " waits; verified " << v.checked << " operations; unknown frees "
-    << stats_.unknown_frees << ", unknown reallocs " << stats_.unknown_reallocs << ", double frees "
-    << stats_.double_frees << ", leaked " << stats_.leaked;
+  s << stats_.events << " events, " << p.streams.size() << " threads (at most "
+    << stats_.peak_threads << " at once), " << p.slots << " slots, " << stats_.waits << " waits ("
+    << stats_.start_waits << " at threads' starts); verified " << v.checked
+    << " operations; unknown frees " << stats_.unknown_frees << ", unknown reallocs "
+    << stats_.unknown_reallocs << ", double frees " << stats_.double_frees << ", leaked "
+    << stats_.leaked;
   summary_ = s.str();
 }
 

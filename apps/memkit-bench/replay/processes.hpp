@@ -30,13 +30,16 @@ struct variant_spec {
 std::vector<variant_spec> general_purpose_variants(const std::vector<std::string>& wanted,
                                                    bool with_null, bool& ok);
 
-/// A trace compiled and verified once, in the parent, and saved for the children
+/// A trace compiled and verified once, in the parent, straight into a file for the children
 /// (program_file.hpp); the file goes when this does.
 class compiled_trace {
 public:
-  /// \throws std::runtime_error if the compiled program fails verification (naming where) or
-  /// cannot be saved.
-  explicit compiled_trace(const event_list& events);
+  /// \effects reads `trace` (read_events, load.hpp), giving each event to `also` too if it is
+  /// set, and `addresses` the sites' addresses. \throws std::runtime_error if the trace cannot
+  /// be read (load.hpp), or the compiled program fails verification (naming where) or cannot be
+  /// saved.
+  explicit compiled_trace(const std::string& trace, const event_sink& also = {},
+                          std::map<std::uint32_t, std::uint64_t>* addresses = nullptr);
   ~compiled_trace();
   compiled_trace(const compiled_trace&) = delete;
   compiled_trace& operator=(const compiled_trace&) = delete;

@@ -12,8 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <memkit/config.hpp>
@@ -74,6 +77,9 @@ public:
   static constexpr bool checks = true;
   explicit routed_backend(router& r) noexcept : r_(r) {}
 
+  void begin(std::uint32_t) noexcept {}
+  void end(std::uint32_t) noexcept {}
+
   void allocate(std::uint32_t, slot& s, std::uint64_t size, std::uint32_t align_log2,
                 std::uint32_t site) {
     s.align_log2 = align_log2;
@@ -125,17 +131,45 @@ private:
   router& r_;
 };
 
-/// The null allocator: per stream, a bump pointer through a ring that wraps around; frees cost
-/// nothing. The ring is small (4 MiB, or twice the largest request) and written before the
-/// replay starts, so the replay pays no page faults for it and its time is the harness's: the
-/// loop, waits, stamps and touches. Blocks overlap once a ring wraps, so stamps are not checked.
+/// The null allocator: per running stream, a bump pointer through a ring that wraps around;
+/// frees cost nothing. A ring is small (4 MiB, or twice the largest request) and written before
+/// use, so the replay pays no page faults for it and its time is the harness's: the loop, waits,
+/// stamps and touches. Blocks overlap once a ring wraps, so stamps are not checked. The streams
+/// that start with the others get their rings before the replay; a stream started later (at its
+/// thread's start) takes one another stream has finished with, or a new one.
 class null_backend {
 public:
   static constexpr bool checks = false;
   null_backend(std::size_t streams, std::uint64_t max_size)
       : ring_bytes_(std::max<std::size_t>(std::size_t{4} << 20, 2 * max_size + 4096)),
-        rings_(streams) {
+        rings_(streams) {}
+  ~null_backend() {
+    for (char* base : spare_) {
+      munmap(base, ring_bytes_);
+    }
     for (auto& r : rings_) {
+      if (r.base != nullptr) {
+        munmap(r.base, ring_bytes_);
+      }
+    }
+  }
+  null_backend(const null_backend&) = delete;
+  null_backend& operator=(const null_backend&) = delete;
+
+  /// \effects gives stream `stream` a ring.
+  void begin(std::uint32_t stream) {
+    ring& r = rings_[stream];
+    if (r.base != nullptr) {
+      return;
+    }
+    {
+      const std::lock_guard<std::mutex> hold(spare_lock_);
+      if (!spare_.empty()) {
+        r.base = spare_.back();
+        spare_.pop_back();
+      }
+    }
+    if (r.base == nullptr) {
       void* base = mmap(nullptr, ring_bytes_, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (base == MAP_FAILED) {
@@ -144,14 +178,14 @@ public:
       r.base = static_cast<char*>(base);
       std::memset(r.base, 0, ring_bytes_);
     }
+    r.cursor = 0;
   }
-  ~null_backend() {
-    for (auto& r : rings_) {
-      munmap(r.base, ring_bytes_);
-    }
+  /// \effects takes stream `stream`'s ring back for a later stream.
+  void end(std::uint32_t stream) {
+    ring& r = rings_[stream];
+    const std::lock_guard<std::mutex> hold(spare_lock_);
+    spare_.push_back(std::exchange(r.base, nullptr));
   }
-  null_backend(const null_backend&) = delete;
-  null_backend& operator=(const null_backend&) = delete;
 
   void allocate(std::uint32_t stream, slot& s, std::uint64_t size, std::uint32_t align_log2,
                 std::uint32_t) noexcept {
@@ -178,6 +212,8 @@ private:
   };
   std::size_t ring_bytes_;
   std::vector<ring> rings_;
+  std::mutex spare_lock_;
+  std::vector<char*> spare_;
 };
 
 /// Writes the stamp and, per `t`, one byte a page or a cache line beyond it.
@@ -221,6 +257,11 @@ void wait_for(const std::atomic<std::uint64_t>& done, std::uint64_t count) noexc
   }
 }
 
+/// Per stream, whether its thread has finished: its own cache line.
+struct alignas(64) finish_flag {
+  std::atomic<bool> set{false};
+};
+
 template <class Backend>
 struct replay_run {
   const program& p;
@@ -228,24 +269,34 @@ struct replay_run {
   const replay_options& o;
   std::vector<slot> slots;
   std::vector<progress> done;
+  std::vector<finish_flag> finished;
   std::vector<thread_figures> figures;
+  /// The cursors of the streams that start with the others, made before the replay.
+  std::vector<std::unique_ptr<stream_cursor>> cursors;
   std::atomic<bool> go{false};
+  std::atomic<std::uint64_t> live{0};
+  std::atomic<std::uint64_t> peak_live{0};
 
   replay_run(const program& prog, Backend& backend, const replay_options& opts)
       : p(prog), b(backend), o(opts), slots(prog.slots), done(prog.streams.size()),
-        figures(prog.streams.size()) {
-    for (std::size_t s = 0; s < p.streams.size(); ++s) {
-      const std::size_t n = p.streams[s].ops.size();
+        finished(prog.streams.size()), figures(prog.streams.size()), cursors(prog.streams.size()) {
+    for (std::uint32_t s = 0; s < p.streams.size(); ++s) {
+      const std::uint64_t n = p.streams[s].ops;
       figures[s].samples_ns.reserve(o.sample_every == 0 ? 0 : n / o.sample_every + 1);
+      if (n != 0 && p.streams[s].start_waits == 0) {
+        cursors[s] = std::make_unique<stream_cursor>(p, s);
+        cursors[s]->prepare();
+        b.begin(s);
+      }
     }
   }
 
   void execute(std::uint32_t si, std::uint64_t i, const op& x, thread_figures& f) {
-    slot& s = slots[x.slot];
-    switch (x.kind) {
+    slot& s = slots[x.slot()];
+    switch (x.kind()) {
     case op_kind::alloc:
-      s.size = x.arg;
-      b.allocate(si, s, x.arg, x.align_log2, x.site);
+      s.size = x.arg();
+      b.allocate(si, s, x.arg(), x.align_log2(), x.site());
       s.stamp = stamp_of(si, i);
       write_block(s, o.touch);
       break;
@@ -255,9 +306,9 @@ struct replay_run {
       s.p = nullptr;
       break;
     case op_kind::realloc: {
-      b.reallocate(si, s, x.arg, x.site);
+      b.reallocate(si, s, x.arg(), x.site());
       const std::uint64_t old_size = s.size;
-      s.size = x.arg;
+      s.size = x.arg();
       if (std::min(old_size, s.size) >= sizeof s.stamp) {
         check_block<Backend::checks>(s, f);
       }
@@ -269,50 +320,114 @@ struct replay_run {
     }
   }
 
+  /// \effects counts a stream's thread as live, keeping the peak.
+  void enter() noexcept {
+    const std::uint64_t now = live.fetch_add(1, std::memory_order_acq_rel) + 1;
+    std::uint64_t peak = peak_live.load(std::memory_order_relaxed);
+    while (peak < now && !peak_live.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+  }
+
   void run_stream(std::uint32_t si) {
     while (!go.load(std::memory_order_acquire)) {
       std::this_thread::yield();
     }
+    enter();
+    if (!cursors[si]) {
+      b.begin(si);
+    }
+    const std::unique_ptr<stream_cursor> cursor =
+        cursors[si] ? std::move(cursors[si]) : std::make_unique<stream_cursor>(p, si);
     thread_figures& f = figures[si];
-    const auto& ops = p.streams[si].ops;
+    const std::uint64_t total = p.streams[si].ops;
     std::uint32_t countdown = o.sample_every;
-    for (std::uint64_t i = 0; i < ops.size(); ++i) {
-      const op& x = ops[i];
-      if (x.kind == op_kind::wait) {
-        wait_for(done[x.slot].done, x.arg);
-      } else if (o.sample_every != 0 && --countdown == 0) {
-        countdown = o.sample_every;
-        const auto start = clock::now();
-        execute(si, i, x, f);
-        const auto stop = clock::now();
-        f.samples_ns.push_back(
-            static_cast<float>(std::chrono::duration<double, std::nano>(stop - start).count()));
-        ++f.ops;
-      } else {
-        execute(si, i, x, f);
-        ++f.ops;
+    std::uint64_t i = 0;
+    std::uint32_t n = 0;
+    while (const op* ops = cursor->next_chunk(n)) {
+      for (std::uint32_t j = 0; j < n; ++j, ++i) {
+        const op& x = ops[j];
+        if (x.kind() == op_kind::wait) {
+          wait_for(done[x.slot()].done, x.arg());
+        } else if (o.sample_every != 0 && --countdown == 0) {
+          countdown = o.sample_every;
+          const auto start = clock::now();
+          execute(si, i, x, f);
+          const auto stop = clock::now();
+          f.samples_ns.push_back(
+              static_cast<float>(std::chrono::duration<double, std::nano>(stop - start).count()));
+          ++f.ops;
+        } else {
+          execute(si, i, x, f);
+          ++f.ops;
+        }
+        if (i + 1 == total) {
+          // No longer live before its last operation shows: a thread started after this one
+          // (its start waits for that operation) never counts both.
+          b.end(si);
+          live.fetch_sub(1, std::memory_order_acq_rel);
+        }
+        done[si].done.store(i + 1, std::memory_order_release);
       }
-      done[si].done.store(i + 1, std::memory_order_release);
+    }
+    finished[si].set.store(true, std::memory_order_release);
+  }
+
+  /// \effects waits until stream `s`'s start waits are met (its thread's start, compile.hpp),
+  /// reading them into `scratch` (room for a chunk).
+  void await_start(std::uint32_t s, op* scratch) {
+    std::uint32_t left = p.streams[s].start_waits;
+    for (std::uint32_t c = p.streams[s].first_chunk; left != 0; c = p.chunks[c].next) {
+      const std::uint32_t n = std::min(left, p.chunks[c].count);
+      const op* ops = p.storage.read(p.chunks[c].offset, n, scratch);
+      for (std::uint32_t j = 0; j < n; ++j) {
+        wait_for(done[ops[j].slot()].done, ops[j].arg());
+      }
+      left -= n;
     }
   }
 
   replay_result run() {
     replay_result r;
+    std::vector<op> scratch(max_chunk_ops); // the start waits of later threads, read back
     reset_peak_rss();
     const std::size_t rss_before = rss_kib();
     std::vector<std::thread> threads;
-    threads.reserve(p.streams.size());
+    std::vector<std::uint32_t> later; // streams started at their thread's start, in start order
     for (std::uint32_t s = 0; s < p.streams.size(); ++s) {
-      threads.emplace_back([this, s] { run_stream(s); });
+      if (p.streams[s].ops == 0) {
+        continue; // nothing to do, and nothing waits for it
+      }
+      if (p.streams[s].start_waits == 0) {
+        threads.emplace_back([this, s] { run_stream(s); });
+      } else {
+        later.push_back(s);
+      }
     }
     const auto start = clock::now();
     go.store(true, std::memory_order_release);
+    // Threads that started later in the program start here, each once its start waits are met,
+    // in the order they started: a start waits only for streams that existed before it, so this
+    // order never waits for a stream it has yet to start. Finished threads are joined as it
+    // goes, so a program of many short threads holds few at a time.
+    const std::size_t early = threads.size();
+    std::size_t joined = early;
+    for (const std::uint32_t s : later) {
+      await_start(s, scratch.data());
+      threads.emplace_back([this, s] { run_stream(s); });
+      while (joined < threads.size() &&
+             finished[later[joined - early]].set.load(std::memory_order_acquire)) {
+        threads[joined++].join();
+      }
+    }
     for (auto& t : threads) {
-      t.join();
+      if (t.joinable()) {
+        t.join();
+      }
     }
     r.seconds = std::chrono::duration<double>(clock::now() - start).count();
     const std::size_t peak = peak_rss_kib();
     r.peak_rss_kib = peak > rss_before ? peak - rss_before : 0;
+    r.peak_threads = peak_live.load(std::memory_order_relaxed);
     // The blocks the trace never freed go back untimed, so a routed strategy can be destroyed.
     for (auto& s : slots) {
       if (s.p != nullptr) {

@@ -44,6 +44,11 @@ struct replay_result {
   /// The sum of the stamps checked (under the null allocator: of those it would have checked):
   /// the same under every allocator for one trace.
   std::uint64_t checksum = 0;
+  /// Most stream threads running at once: at most the program's threads live at once where the
+  /// trace recorded its threads' starts and exits (compile.hpp).
+  std::uint64_t peak_threads = 0;
+
+  bool operator==(const replay_result&) const = default;
 };
 
 /// replay_result's field list: its JSON record (replay/records.hpp).
@@ -55,7 +60,8 @@ struct replay_result {
   X(op_p99_ns)                                                                                     \
   X(peak_rss_kib)                                                                                  \
   X(content_errors)                                                                                \
-  X(checksum)
+  X(checksum)                                                                                      \
+  X(peak_threads)
 
 /// \returns `p` replayed with `routes` (every other site on malloc). \requires verify(p).ok.
 replay_result replay_routed(const program& p, router& routes, const replay_options& o);

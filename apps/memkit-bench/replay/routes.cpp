@@ -88,19 +88,6 @@ private:
   memkit::thread_cached<> r_;
 };
 
-/// Per dense site index: the largest request.
-std::vector<std::uint64_t> largest_requests(const program& p) {
-  std::vector<std::uint64_t> largest(p.sites.size(), 0);
-  for (const auto& s : p.streams) {
-    for (const op& o : s.ops) {
-      if (o.kind == op_kind::alloc || o.kind == op_kind::realloc) {
-        largest[o.site] = std::max(largest[o.site], o.arg);
-      }
-    }
-  }
-  return largest;
-}
-
 std::unique_ptr<route_target> make_target(strategy s, bool locked, std::uint64_t largest,
                                           const program& p) {
   switch (s) {
@@ -187,14 +174,13 @@ router::router(const program& p, const policy_map& m) : routes_(p.sites.size(), 
   if (m.empty()) {
     return;
   }
-  const std::vector<std::uint64_t> largest = largest_requests(p);
   const bool locked = p.streams.size() > 1;
   const auto every = m.find(all_sites);
   for (std::size_t i = 0; i < p.sites.size(); ++i) {
     const auto it = m.find(p.sites[i]);
     const strategy s =
         it != m.end() ? it->second : (every != m.end() ? every->second : strategy::malloc);
-    if (auto t = make_target(s, locked, largest[i], p)) {
+    if (auto t = make_target(s, locked, p.largest[i], p)) {
       targets_.push_back(std::move(t));
       routes_[i] = static_cast<std::uint32_t>(targets_.size());
     }

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,23 @@ struct site_profile {
   X(cross_thread_share)                                                                            \
   X(candidate)                                                                                     \
   X(reason)
+
+/// Profiles the sites of a trace fed one event at a time, in the recorded order.
+class site_profiler {
+public:
+  site_profiler();
+  ~site_profiler();
+  site_profiler(const site_profiler&) = delete;
+  site_profiler& operator=(const site_profiler&) = delete;
+
+  void add(const event& e);
+  /// \returns every site's profile with its candidate, most operations first. Call once.
+  std::vector<site_profile> finish();
+
+private:
+  class impl;
+  std::unique_ptr<impl> impl_;
+};
 
 /// \returns every site's profile with its candidate, most operations first.
 std::vector<site_profile> profile_sites(const event_list& events);

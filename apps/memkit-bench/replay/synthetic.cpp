@@ -21,14 +21,14 @@ struct block {
 
 class generator {
 public:
-  explicit generator(const synthetic_options& o)
-      : o_(o), rng_(o.seed), threads_(std::max<std::uint32_t>(o.threads, 1)) {}
+  generator(const synthetic_options& o, const event_sink& sink)
+      : o_(o), sink_(sink), rng_(o.seed), threads_(std::max<std::uint32_t>(o.threads, 1)) {}
 
-  event_list run() {
+  void run() {
     for (int i = 0; i < 8; ++i) {
       long_lived_.push_back(alloc(0, long_lived_site, std::size_t{1} << 20));
     }
-    while (events_.size() < o_.events) {
+    while (events_ < o_.events) {
       // Each thread runs a random number of steps, as a scheduler would interleave them.
       const auto t = static_cast<std::uint32_t>(pick(threads_.size()));
       for (std::uint64_t n = 1 + pick(16); n > 0; --n) {
@@ -41,7 +41,6 @@ public:
     for (const block& b : long_lived_) {
       release(0, b);
     }
-    return std::move(events_);
   }
 
 private:
@@ -58,6 +57,11 @@ private:
   }
   std::uint64_t size_in(std::uint64_t lo, std::uint64_t hi) { return lo + pick(hi - lo + 1); }
 
+  void put(const event& e) {
+    ++events_;
+    sink_(e);
+  }
+
   block alloc(std::uint32_t t, std::uint32_t site, std::uint64_t size) {
     std::uint64_t ptr = 0;
     if (!free_addresses_.empty()) {
@@ -73,7 +77,7 @@ private:
     e.result = ptr;
     e.size = size;
     e.site = site;
-    events_.push_back(e);
+    put(e);
     return {ptr, site};
   }
 
@@ -83,7 +87,7 @@ private:
     e.thread = t;
     e.time = ++time_;
     e.ptr = b.ptr;
-    events_.push_back(e);
+    put(e);
     free_addresses_.push_back(b.ptr);
   }
 
@@ -141,18 +145,27 @@ private:
   }
 
   synthetic_options o_;
+  const event_sink& sink_;
   std::mt19937_64 rng_;
   std::vector<thread_state> threads_;
   std::vector<block> long_lived_;
   std::vector<std::uint64_t> free_addresses_;
   std::uint64_t next_address_ = 0x10000;
   std::uint64_t time_ = 0;
-  event_list events_;
+  std::uint64_t events_ = 0; ///< given to the sink so far
 };
 
 } // namespace
 
-event_list synthetic_trace(const synthetic_options& o) { return generator(o).run(); }
+void generate_synthetic(const synthetic_options& o, const event_sink& sink) {
+  generator(o, sink).run();
+}
+
+event_list synthetic_trace(const synthetic_options& o) {
+  event_list events;
+  generate_synthetic(o, [&events](const event& e) { events.push_back(e); });
+  return events;
+}
 
 std::optional<synthetic_options> parse_synthetic(const std::string& name) {
   const std::string prefix = "synthetic:";

@@ -28,8 +28,12 @@ struct synthetic_options {
   std::uint64_t seed = 1;
 };
 
-/// \returns the trace: threads interleaved in random runs, timestamps increasing, addresses
-/// reused as a malloc would (the most recently freed first). Deterministic for given options.
+/// \effects gives `sink` the trace's events in order: threads interleaved in random runs,
+/// timestamps increasing, addresses reused as a malloc would (the most recently freed first).
+/// Deterministic for given options; its memory is the blocks live, not the events made.
+void generate_synthetic(const synthetic_options& o, const event_sink& sink);
+
+/// \returns generate_synthetic's events, all of them.
 event_list synthetic_trace(const synthetic_options& o);
 
 /// \returns the options spelled "synthetic:EVENTS[:THREADS[:SEED]]", or nothing if `name` does

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/tests/records_test.cpp: the records memkit-bench writes and reads back are each
-// described once (MEMKIT_BENCH_RESULT_FIELDS, MEMKIT_BENCH_PARAMS_FIELDS): prove the trips through
-// JSON, CSV and a child's command line lose nothing.
+// described once (MEMKIT_BENCH_RESULT_FIELDS, MEMKIT_BENCH_PARAMS_FIELDS, the replay's
+// MEMKIT_BENCH_REPLAY_RESULT_FIELDS and MEMKIT_BENCH_COMPILE_STATS_FIELDS): prove the trips
+// through JSON, CSV and a child's command line lose nothing.
 
 #include <gtest/gtest.h>
 
@@ -24,6 +25,7 @@
 #include "output/csv.hpp"
 #include "output/json.hpp"
 #include "output/targets.hpp"
+#include "replay/records.hpp"
 
 namespace memkit::bench {
 namespace {
@@ -67,6 +69,44 @@ TEST(Records, ResultJsonReadBackIsTheIdentity) {
   const std::vector<result> read = rows_from_json(nlohmann::json::parse(doc.dump(1)));
   EXPECT_EQ(read, written); // every member, listed or not: a field missing from the list fails
   EXPECT_EQ(to_json(read, describe_run(), {}), doc);
+}
+
+/// \returns `T` with every field of its list set to a value of its own (1, 2, ...), and in
+/// `listed` the bytes of those fields.
+template <class T>
+T every_listed_field_set(void (*list)(T&, int&, std::size_t&), std::size_t& listed) {
+  T value{};
+  int n = 0;
+  listed = 0;
+  list(value, n, listed);
+  return value;
+}
+
+#define MEMKIT_BENCH_SET_FIELD(name)                                                               \
+  v.name = static_cast<decltype(v.name)>(++n);                                                     \
+  bytes += sizeof v.name;
+void set_replay_result(replay::replay_result& v, int& n, std::size_t& bytes) {
+  MEMKIT_BENCH_REPLAY_RESULT_FIELDS(MEMKIT_BENCH_SET_FIELD)
+}
+void set_compile_stats(replay::compile_stats& v, int& n, std::size_t& bytes){
+    MEMKIT_BENCH_COMPILE_STATS_FIELDS(MEMKIT_BENCH_SET_FIELD)}
+#undef MEMKIT_BENCH_SET_FIELD
+
+TEST(Records, ReplayRecordsJsonReadBackIsTheIdentity) {
+  // Both records are 8-byte fields without padding: a member missing from its list leaves its
+  // bytes out of the listed ones.
+  std::size_t listed = 0;
+  const auto result = every_listed_field_set(&set_replay_result, listed);
+  EXPECT_EQ(listed, sizeof result);
+  EXPECT_EQ(nlohmann::json::parse(nlohmann::json(result).dump()).get<replay::replay_result>(),
+            result);
+  EXPECT_NE(result.peak_threads, 0u);
+  const auto stats = every_listed_field_set(&set_compile_stats, listed);
+  EXPECT_EQ(listed, sizeof stats);
+  EXPECT_EQ(nlohmann::json::parse(nlohmann::json(stats).dump()).get<replay::compile_stats>(),
+            stats);
+  EXPECT_NE(stats.start_waits, 0u);
+  EXPECT_NE(stats.peak_threads, 0u);
 }
 
 TEST(Records, ResultJsonHasEveryField) {

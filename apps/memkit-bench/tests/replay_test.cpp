@@ -22,6 +22,7 @@
 
 #include "replay/advise.hpp"
 #include "replay/compile.hpp"
+#include "replay/flat_map.hpp"
 #include "replay/load.hpp"
 #include "replay/program_file.hpp"
 #include "replay/replayer.hpp"
@@ -63,6 +64,18 @@ public:
     e.site = site;
     return add(e);
   }
+  trace_builder& start(std::uint32_t thread) {
+    event e;
+    e.kind = event_kind::thread_start;
+    e.thread = thread;
+    return add(e);
+  }
+  trace_builder& exit(std::uint32_t thread) {
+    event e;
+    e.kind = event_kind::thread_exit;
+    e.thread = thread;
+    return add(e);
+  }
   const event_list& events() const { return events_; }
 
 private:
@@ -75,13 +88,13 @@ private:
 };
 
 op alloc_op(std::uint32_t slot, std::uint64_t size, std::uint32_t site) {
-  return {size, slot, site, op_kind::alloc, 0};
+  return {op_kind::alloc, size, slot, site};
 }
-op free_op(std::uint32_t slot) { return {0, slot, 0, op_kind::free, 0}; }
+op free_op(std::uint32_t slot) { return {op_kind::free, 0, slot}; }
 op realloc_op(std::uint32_t slot, std::uint64_t size, std::uint32_t site) {
-  return {size, slot, site, op_kind::realloc, 0};
+  return {op_kind::realloc, size, slot, site};
 }
-op wait_op(std::uint32_t stream, std::uint64_t done) { return {done, stream, 0, op_kind::wait, 0}; }
+op wait_op(std::uint32_t stream, std::uint64_t done) { return {op_kind::wait, done, stream}; }
 
 TEST(CausalCompiler, MakesACrossThreadFreeWaitForItsAllocation) {
   trace_builder t;
@@ -90,9 +103,9 @@ TEST(CausalCompiler, MakesACrossThreadFreeWaitForItsAllocation) {
   ASSERT_EQ(p.streams.size(), 2u);
   EXPECT_EQ(p.streams[0].thread, 7u);
   EXPECT_EQ(p.streams[1].thread, 9u);
-  EXPECT_EQ(p.streams[0].ops, (std::vector<op>{alloc_op(0, 40, 0), alloc_op(1, 8, 0), free_op(1)}));
+  EXPECT_EQ(ops_of(p, 0), (std::vector<op>{alloc_op(0, 40, 0), alloc_op(1, 8, 0), free_op(1)}));
   // Thread 9 frees the first block: it waits for thread 7's first operation, no more.
-  EXPECT_EQ(p.streams[1].ops, (std::vector<op>{wait_op(0, 1), free_op(0)}));
+  EXPECT_EQ(ops_of(p, 1), (std::vector<op>{wait_op(0, 1), free_op(0)}));
   EXPECT_EQ(p.stats.cross_thread, 1u);
   EXPECT_EQ(p.stats.waits, 1u);
   EXPECT_TRUE(verify(p).ok) << verify(p).error;
@@ -109,9 +122,10 @@ TEST(CausalCompiler, AddsNoWaitWhereBlocksStayOnTheirThread) {
   const program p = compile(t.events());
   EXPECT_EQ(p.stats.waits, 0u);
   EXPECT_EQ(p.stats.cross_thread, 0u);
-  for (const auto& s : p.streams) {
-    EXPECT_TRUE(std::none_of(s.ops.begin(), s.ops.end(),
-                             [](const op& o) { return o.kind == op_kind::wait; }));
+  for (std::uint32_t s = 0; s < p.streams.size(); ++s) {
+    const std::vector<op> ops = ops_of(p, s);
+    EXPECT_TRUE(std::none_of(ops.begin(), ops.end(),
+                             [](const op& o) { return o.kind() == op_kind::wait; }));
   }
   EXPECT_TRUE(verify(p).ok);
 }
@@ -126,9 +140,9 @@ TEST(CausalCompiler, OrdersAReallocChainAcrossThreads) {
       .free(1, 0xc0);
   const program p = compile(t.events());
   ASSERT_EQ(p.streams.size(), 2u);
-  EXPECT_EQ(p.streams[0].ops,
+  EXPECT_EQ(ops_of(p, 0),
             (std::vector<op>{alloc_op(0, 16, 0), realloc_op(0, 64, 1), wait_op(1, 2), free_op(0)}));
-  EXPECT_EQ(p.streams[1].ops, (std::vector<op>{wait_op(0, 2), realloc_op(0, 256, 2)}));
+  EXPECT_EQ(ops_of(p, 1), (std::vector<op>{wait_op(0, 2), realloc_op(0, 256, 2)}));
   EXPECT_EQ(p.sites, (std::vector<std::uint32_t>{5, 6, 7}));
   EXPECT_EQ(p.stats.cross_thread, 2u);
   EXPECT_EQ(p.stats.peak_live_bytes, 256u);
@@ -139,7 +153,7 @@ TEST(CausalCompiler, WaitsOnceForSeveralBlocksOfTheSameThread) {
   trace_builder t;
   t.alloc(1, 0x1, 8).alloc(1, 0x2, 8).free(2, 0x2).free(2, 0x1);
   const program p = compile(t.events());
-  EXPECT_EQ(p.streams[1].ops, (std::vector<op>{wait_op(0, 2), free_op(1), free_op(0)}));
+  EXPECT_EQ(ops_of(p, 1), (std::vector<op>{wait_op(0, 2), free_op(1), free_op(0)}));
 }
 
 TEST(CausalCompiler, ReusesASlotFreedOnAnotherThreadOnlyAfterThatFree) {
@@ -149,7 +163,7 @@ TEST(CausalCompiler, ReusesASlotFreedOnAnotherThreadOnlyAfterThatFree) {
   t.alloc(1, 0x1, 8).free(2, 0x1).alloc(3, 0x2, 8).free(3, 0x2);
   const program p = compile(t.events());
   EXPECT_EQ(p.slots, 1u);
-  EXPECT_EQ(p.streams[2].ops, (std::vector<op>{wait_op(1, 2), alloc_op(0, 8, 0), free_op(0)}));
+  EXPECT_EQ(ops_of(p, 2), (std::vector<op>{wait_op(1, 2), alloc_op(0, 8, 0), free_op(0)}));
   EXPECT_TRUE(verify(p).ok) << verify(p).error;
 }
 
@@ -161,10 +175,30 @@ TEST(CausalCompiler, TurnsReallocEdgeCasesIntoAllocationsAndFrees) {
       .realloc(1, 0x77, 0x20, 16) // of a block from before recording: an allocation
       .free(1, 0x20);
   const program p = compile(t.events());
-  EXPECT_EQ(p.streams[0].ops,
+  EXPECT_EQ(ops_of(p, 0),
             (std::vector<op>{alloc_op(0, 32, 0), free_op(0), alloc_op(0, 16, 0), free_op(0)}));
   EXPECT_EQ(p.stats.failed_reallocs, 1u);
   EXPECT_EQ(p.stats.unknown_reallocs, 1u);
+}
+
+TEST(CausalCompiler, StartsAThreadOnlyAfterWhatPrecededItsStart) {
+  // Thread 1 lives throughout; 2 and 3 run one after the other, 3 freeing what 2 allocated.
+  trace_builder t;
+  t.start(1).alloc(1, 0x10, 8).start(2).alloc(2, 0x20, 8).exit(2);
+  t.alloc(1, 0x30, 8).start(3).free(3, 0x20).exit(3).free(1, 0x30).free(1, 0x10);
+  const program p = compile(t.events());
+  ASSERT_EQ(p.streams.size(), 3u);
+  EXPECT_EQ(p.streams[0].start_waits, 0u); // the first thread: nothing before it
+  // Thread 2 waits for thread 1's first allocation, which came before its start.
+  EXPECT_EQ(p.streams[1].start_waits, 1u);
+  EXPECT_EQ(ops_of(p, 1), (std::vector<op>{wait_op(0, 1), alloc_op(1, 8, 0)}));
+  // Thread 3 waits for thread 2's last operation (it exited before 3 started), which covers
+  // the block it frees, and for thread 1's second allocation, which came before 3 started.
+  EXPECT_EQ(p.streams[2].start_waits, 2u);
+  EXPECT_EQ(ops_of(p, 2), (std::vector<op>{wait_op(1, 2), wait_op(0, 2), free_op(1)}));
+  EXPECT_EQ(p.stats.start_waits, 3u);
+  EXPECT_EQ(p.stats.peak_threads, 2u);
+  EXPECT_TRUE(verify(p).ok) << verify(p).error;
 }
 
 TEST(Verifier, CountsUnknownPointersAndDoubleFreesInsteadOfReplayingThem) {
@@ -178,8 +212,8 @@ TEST(Verifier, CountsUnknownPointersAndDoubleFreesInsteadOfReplayingThem) {
   EXPECT_EQ(p.stats.unknown_frees, 1u);
   EXPECT_EQ(p.stats.double_frees, 1u);
   EXPECT_EQ(p.stats.leaked, 0u);
-  EXPECT_EQ(p.streams[0].ops, (std::vector<op>{alloc_op(0, 8, 0), free_op(0)}));
-  EXPECT_TRUE(p.streams[1].ops.empty());
+  EXPECT_EQ(ops_of(p, 0), (std::vector<op>{alloc_op(0, 8, 0), free_op(0)}));
+  EXPECT_TRUE(ops_of(p, 1).empty());
   const verify_result v = verify(p);
   EXPECT_TRUE(v.ok) << v.error;
   EXPECT_EQ(v.checked, 2u);
@@ -190,16 +224,13 @@ TEST(Verifier, CountsABlockAllocatedAgainWithoutItsFreeAndFreesIt) {
   t.alloc(1, 0x10, 8).alloc(1, 0x10, 24).free(1, 0x10);
   const program p = compile(t.events());
   EXPECT_EQ(p.stats.reused_live, 1u);
-  EXPECT_EQ(p.streams[0].ops,
+  EXPECT_EQ(ops_of(p, 0),
             (std::vector<op>{alloc_op(0, 8, 0), free_op(0), alloc_op(0, 24, 0), free_op(0)}));
   EXPECT_TRUE(verify(p).ok);
 }
 
 program two_streams(std::vector<op> a, std::vector<op> b, std::uint32_t slots) {
-  program p;
-  p.streams = {{1, std::move(a)}, {2, std::move(b)}};
-  p.slots = slots;
-  return p;
+  return make_program({{1, std::move(a)}, {2, std::move(b)}}, slots);
 }
 
 TEST(Verifier, RejectsAFreeWithoutAWaitForItsAllocation) {
@@ -212,6 +243,18 @@ TEST(Verifier, RejectsAFreeOfAnEmptySlotAndAnAllocationIntoALiveOne) {
   EXPECT_FALSE(verify(two_streams({free_op(0)}, {}, 1)).ok);
   EXPECT_FALSE(verify(two_streams({alloc_op(0, 8, 0), alloc_op(0, 8, 0)}, {}, 1)).ok);
   EXPECT_FALSE(verify(two_streams({alloc_op(3, 8, 0)}, {}, 1)).ok); // slot out of range
+}
+
+TEST(Verifier, RejectsStartWaitsThatAreNotWaits) {
+  program p = two_streams({alloc_op(0, 8, 0), free_op(0)}, {wait_op(0, 2), alloc_op(1, 8, 0)}, 2);
+  p.streams[1].start_waits = 1;
+  EXPECT_TRUE(verify(p).ok) << verify(p).error;
+  p.streams[1].start_waits = 2; // the replay would wait on an allocation
+  const verify_result v = verify(p);
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.error.find("start waits"), std::string::npos) << v.error;
+  p.streams[1].start_waits = 3;
+  EXPECT_FALSE(verify(p).ok);
 }
 
 TEST(Verifier, RejectsWaitsThatNeverEnd) {
@@ -256,9 +299,9 @@ TEST(ProgramFile, ReadsBackWhatItWroteAndRejectsAnythingElse) {
   EXPECT_EQ(q.sites, p.sites);
   EXPECT_EQ(q.stats, p.stats);
   ASSERT_EQ(q.streams.size(), p.streams.size());
-  for (std::size_t s = 0; s < p.streams.size(); ++s) {
+  for (std::uint32_t s = 0; s < p.streams.size(); ++s) {
     EXPECT_EQ(q.streams[s].thread, p.streams[s].thread);
-    EXPECT_EQ(q.streams[s].ops, p.streams[s].ops);
+    EXPECT_EQ(ops_of(q, s), ops_of(p, s));
   }
   std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1);
   EXPECT_THROW(load_program(path), std::runtime_error);
@@ -271,9 +314,10 @@ TEST(ProgramFile, ReadsBackWhatItWroteAndRejectsAnythingElse) {
 /// The number of allocation, free and realloc operations in `p`.
 std::uint64_t calls(const program& p) {
   std::uint64_t n = 0;
-  for (const auto& s : p.streams) {
+  for (std::uint32_t s = 0; s < p.streams.size(); ++s) {
+    const std::vector<op> ops = ops_of(p, s);
     n += static_cast<std::uint64_t>(std::count_if(
-        s.ops.begin(), s.ops.end(), [](const op& o) { return o.kind != op_kind::wait; }));
+        ops.begin(), ops.end(), [](const op& o) { return o.kind() != op_kind::wait; }));
   }
   return n;
 }
@@ -335,6 +379,109 @@ TEST(Replay, RoutesSitesToEveryStrategyWithContentsIntact) {
   }
 }
 
+/// A thread-per-request program: thread 1 lives throughout, then `workers` threads run one
+/// after another, each allocating and freeing `blocks` blocks and handing its last block to the
+/// next one. With `starts` false, the same calls without the threads' starts and exits.
+event_list one_thread_after_another(std::uint32_t workers, std::uint64_t blocks, bool starts) {
+  trace_builder t;
+  if (starts) {
+    t.start(1);
+  }
+  t.alloc(1, 0x10, 64);
+  std::uint64_t handed = 0;
+  for (std::uint32_t w = 2; w < workers + 2; ++w) {
+    if (starts) {
+      t.start(w);
+    }
+    if (handed != 0) {
+      t.free(w, handed);
+    }
+    for (std::uint64_t i = 0; i < blocks; ++i) {
+      t.alloc(w, 0x1000 + i * 16, 16 + i % 64);
+    }
+    for (std::uint64_t i = 0; i + 1 < blocks; ++i) {
+      t.free(w, 0x1000 + i * 16);
+    }
+    handed = 0x1000 + (blocks - 1) * 16;
+    if (starts) {
+      t.exit(w);
+    }
+  }
+  t.free(1, handed).free(1, 0x10);
+  return t.events();
+}
+
+TEST(Replay, NeverRunsThreadsThatRanOneAfterAnotherAtOnce) {
+  const program p = compile(one_thread_after_another(24, 300, true));
+  ASSERT_TRUE(verify(p).ok) << verify(p).error;
+  EXPECT_EQ(p.stats.peak_threads, 2u);
+  router none(p, {});
+  const replay_result r = replay_routed(p, none, {touch_mode::page, 8});
+  EXPECT_EQ(r.content_errors, 0u);
+  EXPECT_EQ(r.ops, calls(p));
+  // The thread that lives throughout and one worker at a time, never two workers.
+  EXPECT_LE(r.peak_threads, 2u);
+  EXPECT_GE(r.peak_threads, 1u);
+  const replay_result null = replay_null(p, {});
+  EXPECT_LE(null.peak_threads, 2u);
+  EXPECT_EQ(null.checksum, r.checksum);
+  // Without the starts, every thread is started at once, and the same calls are replayed.
+  const program all_at_once = compile(one_thread_after_another(24, 300, false));
+  EXPECT_EQ(all_at_once.stats.start_waits, 0u);
+  EXPECT_EQ(replay_null(all_at_once, {}).ops, r.ops);
+}
+
+TEST(ProgramFile, HoldsWhatTheCompilerWroteIntoItChunkByChunk) {
+  const event_list events = synthetic_trace({30'000, 3, 4});
+  const program in_memory = compile(events);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("memkit-replay-compiled-" + std::to_string(getpid())))
+                               .string();
+  causal_compiler c(create_program_file(path));
+  for (const event& e : events) {
+    c.add(e);
+  }
+  const program written = c.finish();
+  finish_program_file(written);
+  const program read = load_program(path);
+  std::filesystem::remove(path); // the open descriptor keeps it readable
+  EXPECT_FALSE(read.storage.in_memory());
+  EXPECT_GT(read.chunks.size(), read.streams.size()); // streams span several chunks
+  EXPECT_EQ(read.stats, in_memory.stats);
+  EXPECT_EQ(read.largest, in_memory.largest);
+  for (std::uint32_t s = 0; s < in_memory.streams.size(); ++s) {
+    EXPECT_EQ(ops_of(read, s), ops_of(in_memory, s));
+  }
+  ASSERT_TRUE(verify(read).ok);
+  router none(read, {});
+  const replay_result r = replay_routed(read, none, {touch_mode::none, 64});
+  EXPECT_EQ(r.content_errors, 0u);
+  EXPECT_EQ(r.checksum, replay_null(in_memory, {}).checksum);
+}
+
+TEST(FlatMap, FindsEveryKeyLeftAfterErasingHalf) {
+  flat_map<std::uint64_t> m;
+  constexpr std::uint64_t n = 5'000;
+  for (std::uint64_t k = 1; k <= n; ++k) {
+    *m.insert(k * 4096).first = k; // addresses: keys alike in their low bits
+  }
+  EXPECT_FALSE(m.insert(4096).second);
+  for (std::uint64_t k = 1; k <= n; k += 2) {
+    EXPECT_TRUE(m.erase(k * 4096));
+  }
+  EXPECT_FALSE(m.erase(4096));
+  EXPECT_EQ(m.size(), n / 2);
+  for (std::uint64_t k = 1; k <= n; ++k) {
+    const std::uint64_t* v = m.find(k * 4096);
+    if (k % 2 == 0) {
+      ASSERT_NE(v, nullptr) << k;
+      EXPECT_EQ(*v, k);
+    } else {
+      EXPECT_EQ(v, nullptr) << k;
+    }
+  }
+}
+
 TEST(Advice, FindsTheKnownPatternOfEverySyntheticSite) {
   const std::vector<site_profile> sites = profile_sites(synthetic_trace({60'000, 2, 5}));
   const auto find = [&](std::uint32_t id) {
@@ -390,8 +537,14 @@ TEST(Advice, KeepsACandidateOnlyWhenItsIntervalClearsAThreshold) {
   EXPECT_FALSE(a.use);
   EXPECT_EQ(a.verdict, "keep mimalloc");
   a.time = {1.50, 0, 0, 1}; // one process: no interval, no claim
+  a.processes = 1;
   decide(a, 0.05, 0.10);
   EXPECT_FALSE(a.use);
+  EXPECT_EQ(a.why, "no interval: the bootstrap needs --processes 2 or more");
+  a.processes = 2; // two asked, one candidate replay failed: the why says so
+  decide(a, 0.05, 0.10);
+  EXPECT_FALSE(a.use);
+  EXPECT_NE(a.why.find("1 of 2 replays succeeded"), std::string::npos) << a.why;
   a.site.candidate = strategy::malloc;
   a.site.reason = "long-lived: nothing to gain";
   decide(a, 0.05, 0.10);
@@ -492,6 +645,37 @@ TEST(TraceFile, IsReadInTimeOrderWithEveryBlockEventAdapted) {
   ASSERT_TRUE(verify(p).ok) << verify(p).error;
   router none(p, {});
   EXPECT_EQ(replay_routed(p, none, {}).content_errors, 0u);
+}
+
+TEST(TraceFile, ThreadsStartsAndExitsMakeALaterThreadWaitForAnEarlierOnesEnd) {
+  // Thread 2 starts after thread 1 exited; its frame comes first in the file.
+  mt::event start1 = recorded(mt::event_kind::thread_start, 5, 0, 0);
+  start1.tid = 100;
+  mt::event start2 = recorded(mt::event_kind::thread_start, 60, 0, 0);
+  start2.tid = 101;
+  mt::builder b({}, false);
+  b.frame(2, {start2, recorded(mt::event_kind::malloc, 70, 0x2000, 32),
+              recorded(mt::event_kind::free, 80, 0x2000, 0),
+              recorded(mt::event_kind::thread_exit, 90, 0, 0)});
+  b.frame(1, {start1, recorded(mt::event_kind::malloc, 10, 0x1000, 16),
+              recorded(mt::event_kind::free, 20, 0x1000, 0),
+              recorded(mt::event_kind::thread_exit, 30, 0, 0)});
+  const trace_file f;
+  f.write(b.bytes());
+  const event_list events = load_events(f.path());
+  ASSERT_EQ(events.size(), 8u);
+  EXPECT_EQ(events[0].kind, event_kind::thread_start);
+  EXPECT_EQ(events[0].thread, 1u);
+  EXPECT_EQ(events[3].kind, event_kind::thread_exit);
+  EXPECT_EQ(events[4].kind, event_kind::thread_start);
+  EXPECT_EQ(events[4].thread, 2u);
+  const program p = compile(events);
+  ASSERT_EQ(p.streams.size(), 2u);
+  EXPECT_EQ(p.stats.peak_threads, 1u);
+  EXPECT_EQ(p.streams[1].start_waits, 1u);
+  EXPECT_EQ(ops_of(p, 1), (std::vector<op>{wait_op(0, 2), alloc_op(0, 32, 0), free_op(0)}));
+  ASSERT_TRUE(verify(p).ok) << verify(p).error;
+  EXPECT_EQ(replay_null(p, {}).peak_threads, 1u);
 }
 
 TEST(TraceFile, CutFileGivesItsCompleteFramesAndCorruptOneAnErrorWithTheOffset) {
