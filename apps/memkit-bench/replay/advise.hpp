@@ -21,6 +21,7 @@ struct advice {
   ratio_interval time;       ///< baseline's replay time / the candidate's, over the processes that
                              ///< succeeded (time.processes: the fewer of the two sides')
   ratio_interval rss;        ///< baseline's peak RSS / the candidate's
+  double rss_saved_kib = 0;  ///< baseline's median peak RSS less the candidate's
   bool use = false;          ///< the candidate cleared a threshold
   std::string verdict;       ///< "use arena" or "keep mimalloc"
   std::string why;           ///< the gain that cleared, or what fell short
@@ -29,6 +30,10 @@ struct advice {
 /// \returns whether `r`'s interval lies wholly above 1 + `threshold`: a gain measured, not a
 /// guess (core/interval.hpp).
 bool clears(const ratio_interval& r, double threshold);
+
+/// The least peak RSS a candidate must save, besides clearing the ratio's threshold, for a
+/// verdict of "smaller".
+inline constexpr double rss_floor_kib = 1024;
 
 /// \effects fills `a.use`, `a.verdict` and `a.why` from its intervals and the thresholds.
 void decide(advice& a, double time_threshold, double rss_threshold);

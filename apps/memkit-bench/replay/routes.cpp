@@ -4,6 +4,8 @@
 #include "replay/routes.hpp"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdlib>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -23,7 +25,19 @@ constexpr std::pair<strategy, const char*> names[] = {
     {strategy::malloc, "malloc"},       {strategy::pool, "pool"},
     {strategy::multipool, "multipool"}, {strategy::arena, "arena"},
     {strategy::stack, "stack"},         {strategy::thread_cached, "thread-cached"},
-    {strategy::huge_page, "huge-page"}};
+    {strategy::huge_page, "huge-page"}, {strategy::routed_malloc, "routed-malloc"}};
+
+/// The process's malloc behind the router's interface (strategy::routed_malloc).
+struct process_malloc {
+  void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
+    if (alignment <= alignof(std::max_align_t)) {
+      return std::malloc(bytes);
+    }
+    void* p = nullptr;
+    return posix_memalign(&p, alignment, bytes) == 0 ? p : nullptr;
+  }
+  void deallocate(void* p, std::size_t, std::size_t) noexcept { std::free(p); }
+};
 
 /// A strategy `R` as a route target. `ResetWhenEmpty`: rewind it whenever its last live block
 /// goes, the point where a program with bulk death would reset its arena.
@@ -105,6 +119,9 @@ std::unique_ptr<route_target> make_target(strategy s, bool locked, std::uint64_t
     return std::make_unique<thread_cached_target>();
   case strategy::huge_page:
     return std::make_unique<target_of<memkit::huge_page_cache>>(locked);
+  case strategy::routed_malloc:
+    // malloc is thread-safe: a lock is a cost of the strategies that are not, charged to them.
+    return std::make_unique<target_of<process_malloc>>(false);
   case strategy::malloc:
     break;
   }
@@ -149,7 +166,8 @@ policy_map parse_policy(const std::string& text) {
     if (!s) {
       throw std::invalid_argument("bad route '" + entry +
                                   "': want SITE=STRATEGY, STRATEGY one of malloc, pool, "
-                                  "multipool, arena, stack, thread-cached, huge-page");
+                                  "multipool, arena, stack, thread-cached, huge-page, "
+                                  "routed-malloc");
     }
     const std::string site = entry.substr(0, eq);
     if (site == "*") {

@@ -24,6 +24,8 @@ enum class strategy : std::uint8_t {
   stack,         ///< memkit::stack: LIFO
   thread_cached, ///< memkit::thread_cached: cross-thread frees
   huge_page,     ///< memkit::huge_page_cache: long-lived large blocks
+  routed_malloc, ///< the process's malloc called through the router as a strategy is: what a
+                 ///< candidate is measured against, so both pay the routing (advise.cpp)
 };
 
 /// \returns the strategy's name as the command line and the JSON spell it ("thread-cached").

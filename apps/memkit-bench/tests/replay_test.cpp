@@ -370,7 +370,8 @@ TEST(Replay, RoutesSitesToEveryStrategyWithContentsIntact) {
       {{lifo_site, strategy::stack}, {bulk_site, strategy::arena}},
       {{long_lived_site, strategy::huge_page}, {handoff_site, strategy::pool}},
       {{all_sites, strategy::multipool}},
-      {{churn_site, strategy::thread_cached}, {all_sites, strategy::pool}}};
+      {{churn_site, strategy::thread_cached}, {all_sites, strategy::pool}},
+      {{all_sites, strategy::routed_malloc}}};
   for (const auto& policy : policies) {
     router routes(p, policy);
     const replay_result r = replay_routed(p, routes, {touch_mode::page, 64});
@@ -529,9 +530,15 @@ TEST(Advice, KeepsACandidateOnlyWhenItsIntervalClearsAThreshold) {
   EXPECT_EQ(a.verdict, "use arena");
   a.time = {1.08, 1.02, 1.12, 5}; // faster, but not surely by 5 %
   a.rss = {1.30, 1.15, 1.40, 5};  // surely 10 % smaller
+  a.rss_saved_kib = 4096;
   decide(a, 0.05, 0.10);
   EXPECT_TRUE(a.use);
   EXPECT_EQ(a.why, "smaller");
+  a.rss_saved_kib = 300; // smaller by a ratio, but by less than a MiB: the harness's own memory
+  decide(a, 0.05, 0.10);
+  EXPECT_FALSE(a.use);
+  EXPECT_NE(a.why.find("300 KiB, under the 1 MiB"), std::string::npos) << a.why;
+  a.rss_saved_kib = 4096;
   a.rss = {1.30, 1.05, 1.40, 5};
   decide(a, 0.05, 0.10);
   EXPECT_FALSE(a.use);
@@ -556,6 +563,7 @@ TEST(ReplayInput, RejectsBadPoliciesAndSyntheticNames) {
   EXPECT_EQ(parse_policy("4=arena,*=pool"),
             (policy_map{{4, strategy::arena}, {all_sites, strategy::pool}}));
   EXPECT_EQ(to_string(parse_policy("4=arena,*=pool")), "4=arena,*=pool");
+  EXPECT_EQ(to_string(parse_policy("7=routed-malloc")), "7=routed-malloc");
   EXPECT_THROW(parse_policy("4=heap"), std::invalid_argument);
   EXPECT_THROW(parse_policy("x=arena"), std::invalid_argument);
   EXPECT_THROW(parse_policy("arena"), std::invalid_argument);
