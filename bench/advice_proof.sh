@@ -109,7 +109,7 @@ for name, strategy, iterations in programs:
     hot = max(a["sites"], key=lambda s: s["site"]["ops"])
     site = hot["site"]
     second = {r["variant"]: r["p50_us"] for r in doc["results"] if "candidates on" in r["workload"]}
-    saved_replay = (second[a["best_general_purpose"]] - second[hot["variant"]]) / 1000 if hot["variant"] in second else float("nan")
+    saved_replay = (second[a["baseline_variant"]] - second[hot["variant"]]) / 1000 if hot["variant"] in second else float("nan")
     saved_live = med(name, "malloc", 0) - med(name, strategy, 0)
     t_live = med(name, "malloc", 0) / med(name, strategy, 0)
     heap = lambda form: med(name, form, 1) - med(name, form + "-1", 1)

@@ -249,6 +249,7 @@ int run_advise(const advise_command_options& o) {
   doc["advice"] = {{"trace", o.c.trace},
                    {"compile", stats},
                    {"best_general_purpose", best->name},
+                   {"baseline_variant", baseline},
                    {"time_threshold", o.time_threshold},
                    {"rss_threshold", o.rss_threshold},
                    {"sites", advice_json}};
