@@ -2,8 +2,8 @@
 // common/memkit_bench/random.hpp: seeded randomness and the free orders built from it, shared by
 // memkit-bench's workloads and the micro benchmarks in bench/ (bench/patterns.hpp), so that both
 // free blocks in the same LIFO, FIFO and shuffled orders. It lives beside both, in neither: each
-// links the interface target memkit_bench_common (common/CMakeLists.txt). Glossary (policy, variant, workload, pattern):
-// docs/BENCHMARKS.md.
+// links the interface target memkit_bench_common (common/CMakeLists.txt). Glossary (policy,
+// variant, workload, pattern): docs/BENCHMARKS.md.
 #pragma once
 
 #include <algorithm>

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/interval.hpp"
-#include "memkit_bench/random.hpp"
 #include "core/summary.hpp"
+#include "memkit_bench/random.hpp"
 #include "output/targets.hpp"
 
 namespace memkit::bench {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/workloads/pairs.cpp: fixed-size allocate/free pairs: N blocks allocated, then
-// freed in each free order of memkit_bench/random.hpp (the patterns bench/ times too), for each block size.
+// freed in each free order of memkit_bench/random.hpp (the patterns bench/ times too), for each
+// block size.
 
 #include <algorithm>
 #include <cstdint>
