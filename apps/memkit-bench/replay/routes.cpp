@@ -51,7 +51,9 @@ public:
   void* allocate(std::size_t bytes, std::size_t alignment) noexcept override {
     const guard g(*this);
     void* p = r_.try_allocate(std::max<std::size_t>(bytes, 1), alignment);
-    live_ += p != nullptr ? 1 : 0;
+    if constexpr (ResetWhenEmpty) {
+      live_ += p != nullptr ? 1 : 0;
+    }
     return p;
   }
   void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept override {
@@ -120,7 +122,8 @@ std::unique_ptr<route_target> make_target(strategy s, bool locked, std::uint64_t
   case strategy::huge_page:
     return std::make_unique<target_of<memkit::huge_page_cache>>(locked);
   case strategy::routed_malloc:
-    // malloc is thread-safe: a lock is a cost of the strategies that are not, charged to them.
+    // malloc is thread-safe: a lock is a cost of the strategies that are not, charged to them;
+    // without one, nothing of the target's own is written (it counts no live blocks).
     return std::make_unique<target_of<process_malloc>>(false);
   case strategy::malloc:
     break;
