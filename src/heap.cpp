@@ -24,9 +24,8 @@ void* allocate_in(process_heap& h, std::size_t bytes, std::size_t alignment) noe
                                       : h.allocate_any(bytes, alignment);
 }
 
-} // namespace
-
-void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
+// allocate_slow past its first step.
+MEMKIT_NOINLINE void* allocate_from_engine(std::size_t bytes, std::size_t alignment) noexcept {
   process_heap* h = the_process_heap.load(std::memory_order_acquire);
   if (h == nullptr) {
     h = make_process_heap();
@@ -50,6 +49,19 @@ void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
     count_allocation(usable_size_of(p));
   }
   return p;
+}
+
+} // namespace
+
+void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
+  // allocate_fast's miss, first: a block the thread kept from another heap, in a function small
+  // enough to need no registers saved (me.heap is set only once the process heap is made).
+  if (thread_heap* t = me.heap; t != nullptr && alignment <= malloc_alignment) {
+    if (void* p = made_process_heap().pop_foreign(*t, bytes); p != nullptr) {
+      return p;
+    }
+  }
+  return allocate_from_engine(bytes, alignment);
 }
 
 void free_slow(void* p) noexcept {

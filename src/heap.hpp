@@ -72,6 +72,19 @@ public:
     return nullptr;
   }
 
+  /// \returns a block of `bytes` that `t`, the calling thread's heap (current_heap()), kept when
+  /// another heap's block was freed on this thread (the engine's pop_foreign), or null: what
+  /// malloc tries first when pop_small finds the current chunk empty.
+  void* pop_foreign(thread_heap& t, std::size_t bytes) noexcept {
+    if (bytes > detail::thread::max_class_size) {
+      return nullptr;
+    }
+    return engine_.pop_foreign(t,
+                               bytes <= detail::table_class_limit ? detail::table_class_index(bytes)
+                                                                  : detail::class_index(bytes),
+                               bytes);
+  }
+
   /// free_found with `t`, the calling thread's heap (current_heap()).
   MEMKIT_ALWAYS_INLINE void free_from(void* p, detail::thread::chunk* c, thread_heap* t) noexcept {
     engine_.free(p, c, t, usable(c));

@@ -341,7 +341,9 @@ TEST(ThreadCached, ThreadExitReturnsTheCacheToTheDepot) {
 TEST(ThreadCached, BlocksFreedAfterTheirOwnerExitedAreReused) {
   locked_spy spy;
   any_size r{spy_ref(spy)};
-  r.deallocate(r.allocate(64), 64); // this thread has its own heap
+  // This thread has its own heap, which allocates another class than the blocks it frees below,
+  // so it keeps none of them (ForeignBlocksAreKeptWhereTheirClassIsAllocated): they go home.
+  r.deallocate(r.allocate(48), 48);
   std::vector<void*> blocks(20000);
   std::thread([&] {
     for (void*& p : blocks) {
@@ -370,6 +372,83 @@ TEST(ThreadCached, BlocksFreedAfterTheirOwnerExitedAreReused) {
   for (void* p : more) {
     r.deallocate(p, 48);
   }
+}
+
+// A thread that allocates a class keeps blocks of that class other threads allocated when it
+// frees them, and hands them out before it carves new memory; one that never allocates the class
+// sends them home at once; and a thread's exit sends what it kept home.
+TEST(ThreadCached, ForeignBlocksAreKeptWhereTheirClassIsAllocated) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  constexpr std::size_t n = 32;
+  std::vector<void*> theirs(n);
+  std::thread([&] {
+    for (void*& p : theirs) {
+      p = r.allocate(64);
+    }
+  }).join();
+  void* mine = r.allocate(64); // this thread's heap now has a current chunk of class 64
+  for (void* p : theirs) {
+    r.deallocate(p, 64);
+  }
+  // This thread's free list gives out its own page's worth first, then the kept blocks, all before
+  // its chunk carves another page.
+  const std::set<void*> kept(theirs.begin(), theirs.end());
+  std::vector<void*> got;
+  for (std::size_t i = 0; i < 4096 / 64 + n; ++i) {
+    got.push_back(r.allocate(64));
+  }
+  EXPECT_EQ(std::count_if(got.begin(), got.end(), [&](void* p) { return kept.count(p) != 0; }),
+            static_cast<std::ptrdiff_t>(n));
+  for (void* p : got) {
+    r.deallocate(p, 64);
+  }
+  r.deallocate(mine, 64);
+
+  // The owner stays alive; a thread that allocates the class keeps the owner's blocks and, as it
+  // exits, sends them home, where the owner's allocations find them once its chunk is used up.
+  std::mutex m;
+  std::condition_variable cv;
+  bool allocated = false;
+  bool freed = false;
+  std::size_t found = 0;
+  std::thread owner([&] {
+    for (void*& p : theirs) {
+      p = r.allocate(64);
+    }
+    const std::set<void*> sent(theirs.begin(), theirs.end());
+    {
+      std::unique_lock<std::mutex> lock(m);
+      allocated = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return freed; });
+    }
+    std::vector<void*> again;
+    for (std::size_t i = 0; i < 65536 / 64 + n && found < n; ++i) {
+      again.push_back(r.allocate(64));
+      found += sent.count(again.back());
+    }
+    for (void* p : again) {
+      r.deallocate(p, 64);
+    }
+  });
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return allocated; });
+  }
+  std::thread([&] {
+    r.deallocate(r.allocate(64), 64);
+    for (void* p : theirs) {
+      r.deallocate(p, 64);
+    }
+  }).join();
+  {
+    const std::lock_guard<std::mutex> lock(m);
+    freed = true;
+  }
+  cv.notify_all();
+  owner.join();
+  EXPECT_EQ(found, n) << "the exited thread's kept blocks went home";
 }
 
 TEST(ThreadCached, TwoThreadsNeverGetBlocksOnOneCacheLine) {

@@ -14,7 +14,9 @@
 //   chunk map, large regions, every heap. *decay* (decay.hpp) is when its memory goes back.
 // - remote free: a block freed by a thread whose heap does not own it. It is added to a *batch*
 //   for its owner (remote.hpp's remote_cache), the batch is *posted* to the owner's
-//   remote_queue with one CAS, and the owner *takes* the queue whole when it runs dry.
+//   remote_queue with one CAS, and the owner *takes* the queue whole when it runs dry. Up to a
+//   bound per class, the freeing thread first *keeps* it instead (heap::foreign), and hands it out
+//   again before carving new memory: a *foreign* block.
 // - bind / unbind: a thread gets a heap on its first call (thread/registry.hpp); at its exit the
 //   heap is *abandoned*, chunks with live blocks included, and *adopted* whole by the next new
 //   thread; meanwhile others *reclaim* what was freed to it.
@@ -77,6 +79,10 @@ public:
         batch_blocks_(batch_blocks == 0 ? 1 : batch_blocks), depot_(std::move(upstream)) {
     for (std::size_t i = 0; i < class_count; ++i) {
       class_size_[i] = class_sizes[i];
+      const std::size_t by_bytes = foreign_bytes / class_sizes[i];
+      foreign_limit_[i] = static_cast<std::uint16_t>(by_bytes < foreign_min   ? foreign_min
+                                                     : by_bytes > foreign_max ? foreign_max
+                                                                              : by_bytes);
     }
     key_ = registry::get().enroll(this, &unbind_thunk);
   }
@@ -134,6 +140,18 @@ public:
     chunk* const c = mine.direct[(bytes + class_granularity - 1) / class_granularity];
     MEMKIT_ASSERT_INTERNAL(c == mine.bins[table_class_index(bytes)].current);
     return pop(mine, c, bytes);
+  }
+
+  /// The second step of refill alone, for a caller that keeps the calling thread's heap itself
+  /// and whose fast path found the current chunk empty: a foreign block of class `cls` that `mine`
+  /// keeps, or null (then the whole slow path).
+  void* pop_foreign(heap& mine, std::size_t cls, std::size_t bytes) noexcept {
+    void* const p = mine.take_foreign(cls);
+    if (p != nullptr) {
+      unpoison(p, class_size_[cls]);
+      mine.counters.on_allocate(bytes);
+    }
+    return p;
   }
 
   /// \returns a region of its own for `bytes` aligned to `alignment` (at most page_size, or any
@@ -385,15 +403,18 @@ private:
     return c->free.pop();
   }
 
-  // A block of class `cls` for `h`, whose current chunk has no free block, in this order: carve
-  // more of the current chunk; post the outgoing batches and take what others posted here; a
-  // partly used chunk of the class; a spare chunk; the depot; abandoned heaps' returns; the
-  // upstream. Null only if the upstream has nothing.
+  // A block of class `cls` for `h`, whose current chunk has no free block, in this order: a kept
+  // foreign block; carve more of the current chunk; post the outgoing batches and take what others
+  // posted here; a partly used chunk of the class; a spare chunk; the depot; abandoned heaps'
+  // returns; the upstream. Null only if the upstream has nothing.
   void* refill(heap& h, std::size_t cls) noexcept {
     typename heap::bin& b = h.bins[cls];
     chunk* c = b.current;
     if (!c->free.empty()) {
       return take(c);
+    }
+    if (void* const p = h.take_foreign(cls); p != nullptr) {
+      return p; // its chunk counted it as used all along
     }
     if (!c->fresh.exhausted()) {
       return carve_and_take(c);
@@ -545,26 +566,50 @@ private:
       }
       return;
     }
+    if (c->owner == h) {
+      free(p, c, h, bytes); // the heap just bound is the block's, adopted: freed where it is
+      return;
+    }
     h->counters.on_deallocate(bytes);
+    // Kept only where this thread allocates the class itself (its bin has a current chunk): a
+    // thread that only frees, as a consumer does, would hold the blocks for nothing.
+    if (h->bins[c->cls].current != &empty_chunk &&
+        h->foreign_count[c->cls] < foreign_limit_[c->cls]) {
+      h->foreign[c->cls].push(p, c->block_size);
+      ++h->foreign_count[c->cls];
+      return;
+    }
     h->outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
   }
 
+  // Sends every foreign block `h` keeps to its owner (a thread's exit): no block waits in a heap
+  // that has no thread, and an adopted heap starts with none.
+  void send_foreign_home(heap& h) noexcept {
+    for (std::size_t cls = 0; cls < class_count_; ++cls) {
+      while (void* const p = h.take_foreign(cls)) {
+        const chunk* const c = chunk_of(p);
+        MEMKIT_ASSERT_INTERNAL(c->owner != &h && c->cls == cls);
+        h.outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
+      }
+    }
+  }
+
   // \returns whether `p`, a carved block of small chunk `c` (owned), is known free: at the head
-  // of its chunk's free list or of the batch `mine` (the calling thread's heap, or null) holds
-  // for its owner; at MEMKIT_DEBUG 3 anywhere on that free list or in any batch.
+  // of its chunk's free list, of the foreign blocks `mine` (the calling thread's heap, or null)
+  // keeps of its class or of the batch `mine` holds for its owner; at MEMKIT_DEBUG 3 anywhere on
+  // that list, those kept blocks or in any batch.
   static bool is_free(const void* p, const chunk* c, const heap* mine) noexcept {
     if (mine == nullptr) {
       return false;
     }
-    if (c->owner == mine) {
-      if (p == c->free.head()) {
-        return true;
-      }
-      if constexpr (debug_level >= 3) {
-        for (const void* f = c->free.head(); f != nullptr; f = free_list::next(f)) {
-          if (f == p) {
-            return true;
-          }
+    const free_list& list = c->owner == mine ? c->free : mine->foreign[c->cls];
+    if (p == list.head()) {
+      return true;
+    }
+    if constexpr (debug_level >= 3) {
+      for (const void* f = list.head(); f != nullptr; f = free_list::next(f)) {
+        if (f == p) {
+          return true;
         }
       }
     }
@@ -609,6 +654,7 @@ private:
     if (unbind_listener_ != nullptr) {
       unbind_listener_();
     }
+    send_foreign_home(h);
     h.outgoing.template flush<heap>();
     take_remote_frees(h, false);
     const std::lock_guard<std::mutex> lock(depot_.mutex());
@@ -649,6 +695,12 @@ private:
   std::size_t class_count_;
   std::size_t cached_chunks_;
   std::size_t batch_blocks_;
+  /// Per class, the foreign blocks a heap keeps: foreign_bytes' worth, within [foreign_min,
+  /// foreign_max] blocks.
+  static constexpr std::size_t foreign_bytes = 64 * 1024;
+  static constexpr std::size_t foreign_min = 2;
+  static constexpr std::size_t foreign_max = 256;
+  std::uint16_t foreign_limit_[Bins] = {};
 
   // Everything shared, behind one lock the fast paths never take.
   depot_type depot_;

@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 #include "../../config.hpp"
 #include "../../stats.hpp"
 #include "../base/align.hpp"
+#include "../free_list.hpp"
 #include "../intrusive_list.hpp"
 #include "../size_class.hpp"
 #include "chunk.hpp"
@@ -54,6 +56,13 @@ struct heap {
                                                   : 0;
   chunk* direct[direct_steps == 0 ? 1 : direct_steps];
   remote_cache outgoing;
+  /// Per class, blocks of other heaps freed on this heap's thread, kept to be handed out here
+  /// before the current chunk carves new memory (engine.hpp's keep_foreign): as a thread cache of
+  /// tcmalloc or jemalloc keeps whatever block is freed on its thread, so a thread that frees what
+  /// another (or an exited) thread allocated reuses that memory instead of sending it home and
+  /// touching more. Bounded per class; they go home at the thread's exit.
+  free_list foreign[Bins];
+  std::uint16_t foreign_count[Bins] = {};
   chunk* spare = nullptr; ///< wholly free chunks kept, linked through next
   std::size_t spare_count = 0;
   heap* next_heap = nullptr;      ///< every heap of the resource
@@ -98,6 +107,15 @@ struct heap {
     c->next = spare;
     spare = c;
     ++spare_count;
+  }
+
+  /// \returns a kept block of another heap of class `cls` (still poisoned), or null.
+  void* take_foreign(std::size_t cls) noexcept {
+    if (foreign[cls].empty()) {
+      return nullptr;
+    }
+    --foreign_count[cls];
+    return foreign[cls].pop();
   }
 
   /// \returns a spare chunk, or null.
