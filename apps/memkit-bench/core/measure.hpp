@@ -23,7 +23,8 @@ struct bench_case;
 bool reset_peak_rss() noexcept;
 /// \returns VmHWM from /proc/self/status, in KiB (0 if unreadable).
 std::size_t peak_rss_kib() noexcept;
-/// \returns VmRSS from /proc/self/status, in KiB (0 if unreadable).
+/// \returns the resident set size (/proc/self/statm), in KiB (0 if unreadable). Allocates
+/// nothing.
 std::size_t rss_kib() noexcept;
 
 /// One (workload, variant) measurement: timed iterations after one untimed cold iteration.

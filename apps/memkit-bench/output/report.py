@@ -9,9 +9,10 @@ each process's median beside the bar, so a lead that rests on one layout draw sh
 dist-<workload>.png (each variant's latency percentiles), plus speedup.png (speed-up over std at
 the median, workload x variant, with its verdict) and index.html showing them all. For a replay
 (memkit-bench replay or advise) also time-rss-<workload>.png, each allocator's time beside its
-peak memory; for advise, advice-gains.png (each candidate's gains with their intervals against
-the thresholds) and site-<id>.png (a site's request sizes and lifetimes). Needs matplotlib;
-nothing else beyond the standard library.
+peak memory, and memory-over-time.png (the trace's live bytes over its events above each
+allocator's resident memory over its median replay); for advise, advice-gains.png (each
+candidate's gains with their intervals against the thresholds) and site-<id>.png (a site's request
+sizes and lifetimes). Needs matplotlib; nothing else beyond the standard library.
 """
 
 import html
@@ -234,6 +235,53 @@ def site_chart(site, path):
     plt.close(fig)
 
 
+def median_run(runs):
+    """The run of median time among a variant's processes."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def memory_chart(replay, path):
+    """A replay's memory over time: the trace's live bytes over its events (what any allocator
+    must hold), then each allocator's resident memory above the start over its median replay."""
+    live = replay.get("live_over_time", [])
+    runs = {name: median_run(r) for name, r in replay.get("runs", {}).items()
+            if r and name != "null" and r[0].get("rss_over_time")}
+    if not live and not runs:
+        return False
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6.4))
+    top.plot([p[0] for p in live], [p[1] / 2**20 for p in live], color="#333333")
+    top.set_xlabel("event of the trace")
+    top.set_ylabel("live MiB (requested)")
+    top.set_title("the program's live bytes", fontsize=9)
+    palette = plt.get_cmap("tab10")  # one colour a line: variants of one family share theirs
+    for i, name in enumerate(sorted(runs, key=variant_order)):
+        points = runs[name]["rss_over_time"]
+        bottom.plot([p[0] / 1000 for p in points], [p[1] / 1024 for p in points],
+                    label=name, color=palette(i % 10), linewidth=1.2)
+    bottom.set_xlabel("ms since the replay's start (each allocator's median replay)")
+    bottom.set_ylabel("resident MiB above the start")
+    bottom.set_title("each allocator's resident memory", fontsize=9)
+    if runs:
+        bottom.legend(fontsize=7, ncol=3)
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def memory_section(replay, out):
+    """memory_chart as a section of index.html, or nothing if the document has no series."""
+    file = "memory-over-time.png"
+    if not memory_chart(replay, os.path.join(out, file)):
+        return ""
+    return (f"<h2 id='memory'>Memory over time</h2>\n<img src='{file}' alt='live bytes over the "
+            f"trace and resident memory over each replay'>")
+
+
 def advice_section(advice, out):
     """The advise command's verdicts: the gains chart, the table, and each site's profile."""
     gains_file = "advice-gains.png"
@@ -314,6 +362,9 @@ def main(argv):
     replay = "trace" in doc.get("options", {})
     if "advice" in doc:
         sections.append(advice_section(doc["advice"], out))
+    for key in ("replay", "advice"):
+        if key in doc:
+            sections.append(memory_section(doc[key], out))
     for w in workloads:
         p50_file, dist_file = f"p50-{safe(w)}.png", f"dist-{safe(w)}.png"
         p50_chart(w, by_workload[w], os.path.join(out, p50_file))

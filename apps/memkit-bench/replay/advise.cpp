@@ -246,8 +246,12 @@ int run_advise(const advise_command_options& o) {
                            {"verdict", a.verdict},
                            {"why", a.why}});
   }
+  auto runs = first;
+  runs.insert(second.begin(), second.end());
   doc["advice"] = {{"trace", o.c.trace},
                    {"compile", stats},
+                   {"live_over_time", trace->live_over_time()},
+                   {"runs", runs},
                    {"best_general_purpose", best->name},
                    {"baseline_variant", baseline},
                    {"time_threshold", o.time_threshold},

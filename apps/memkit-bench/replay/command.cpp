@@ -152,7 +152,10 @@ int run_replay(const replay_command_options& o) {
   print_tables(std::cout, rows, info);
   print_operations(std::cout, rows, runs, stats);
   nlohmann::json doc = to_json(rows, info, {});
-  doc["replay"] = {{"trace", o.c.trace}, {"compile", stats}, {"runs", runs}};
+  doc["replay"] = {{"trace", o.c.trace},
+                   {"compile", stats},
+                   {"live_over_time", trace.live_over_time()},
+                   {"runs", runs}};
   write_outputs(doc, o.c, ok);
   return ok ? 0 : 1;
 }

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "replay/flat_map.hpp"
+#include "replay/series.hpp"
 
 namespace memkit::bench::replay {
 
@@ -189,6 +190,9 @@ public:
   explicit impl(op_storage storage) { p_.storage = std::move(storage); }
 
   void add(const event& e) {
+    if (live_series_.due(p_.stats.events)) {
+      live_series_.add(p_.stats.events, live_bytes_);
+    }
     ++p_.stats.events;
     switch (e.kind) {
     case event_kind::alloc:
@@ -214,6 +218,7 @@ public:
       flush(s);
     }
     p_.stats.leaked = live_.size();
+    p_.live_over_time = live_series_.take();
     return std::move(p_);
   }
 
@@ -487,6 +492,7 @@ private:
   std::vector<std::uint32_t> running_; ///< the streams whose threads have not exited
   std::uint64_t live_bytes_ = 0;
   std::uint64_t live_blocks_ = 0;
+  thinned_series live_series_{series_limit};
 };
 
 causal_compiler::causal_compiler(op_storage storage)

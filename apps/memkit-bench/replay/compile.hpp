@@ -18,6 +18,7 @@
 // once than the program had.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -179,6 +180,10 @@ struct program {
   std::vector<std::uint32_t> sites;   ///< dense site index -> the trace's site id
   std::vector<std::uint64_t> largest; ///< dense site index -> its largest request
   compile_stats stats;
+  /// (event index, bytes live before it), evenly spaced over the trace, at most series_limit of
+  /// them (series.hpp): the program's memory over its run. Not in a program file (the replay
+  /// does not need it).
+  std::vector<std::array<std::uint64_t, 2>> live_over_time;
 };
 
 /// Reads one stream's operations in order, a chunk at a time (a file's into a buffer of its own,

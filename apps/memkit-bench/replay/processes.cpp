@@ -88,6 +88,7 @@ compiled_trace::compiled_trace(const std::string& trace, const event_sink& also,
     throw std::runtime_error("the compiled trace failed verification: " + v.error);
   }
   stats_ = p.stats;
+  live_over_time_ = p.live_over_time;
   std::ostringstream s;
   s << stats_.events << " events, " << p.streams.size() << " threads (at most "
     << stats_.peak_threads << " at once), " << p.slots << " slots, " << stats_.waits << " waits ("

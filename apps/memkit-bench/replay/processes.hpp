@@ -4,6 +4,7 @@
 // intervals are batch mode's.
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,12 +47,17 @@ public:
 
   const std::string& path() const noexcept { return path_; }
   const compile_stats& stats() const noexcept { return stats_; }
+  /// \returns the program's live bytes over its events (program::live_over_time).
+  const std::vector<std::array<std::uint64_t, 2>>& live_over_time() const noexcept {
+    return live_over_time_;
+  }
   /// \returns one line: events, threads, slots, waits, operations verified and the anomalies.
   const std::string& summary() const noexcept { return summary_; }
 
 private:
   std::string path_;
   compile_stats stats_;
+  std::vector<std::array<std::uint64_t, 2>> live_over_time_;
   std::string summary_;
 };
 

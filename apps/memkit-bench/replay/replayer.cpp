@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include <memkit/config.hpp>
 
 #include "core/measure.hpp"
+#include "replay/series.hpp"
 
 namespace memkit::bench::replay {
 namespace {
@@ -257,6 +259,73 @@ void wait_for(const std::atomic<std::uint64_t>& done, std::uint64_t count) noexc
   }
 }
 
+/// The process's resident memory over a replay, sampled on a thread of its own from `begin` to
+/// `end`: every millisecond at first, more coarsely as the run grows. Its points and its thread are
+/// made before the replay's peak is reset, and sampling allocates nothing, so it charges the
+/// allocator under test nothing.
+class rss_sampler {
+public:
+  rss_sampler() : thread_([this] { sample(); }) {}
+  rss_sampler(const rss_sampler&) = delete;
+  rss_sampler& operator=(const rss_sampler&) = delete;
+  ~rss_sampler() { end(); }
+
+  /// \effects starts sampling, time 0 now, each point the KiB above `base`.
+  void begin(std::size_t base) {
+    const std::lock_guard<std::mutex> lock(m_);
+    base_ = base;
+    start_ = clock::now();
+    running_ = true;
+    cv_.notify_one();
+  }
+
+  /// \effects stops sampling. \returns the points taken.
+  std::vector<std::array<std::uint64_t, 2>> end() {
+    {
+      const std::lock_guard<std::mutex> lock(m_);
+      stopped_ = true;
+      cv_.notify_one();
+    }
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+    if (running_) {
+      running_ = false;
+      const std::size_t kib = rss_kib();
+      series_.close(elapsed_us(), kib > base_ ? kib - base_ : 0);
+    }
+    return series_.take();
+  }
+
+private:
+  void sample() {
+    std::unique_lock<std::mutex> lock(m_);
+    cv_.wait(lock, [this] { return running_ || stopped_; });
+    while (!stopped_) {
+      const std::uint64_t us = elapsed_us();
+      if (series_.due(us)) {
+        const std::size_t kib = rss_kib();
+        series_.add(us, kib > base_ ? kib - base_ : 0);
+      }
+      cv_.wait_for(lock, std::chrono::microseconds(series_.step()), [this] { return stopped_; });
+    }
+  }
+
+  std::uint64_t elapsed_us() const {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - start_).count());
+  }
+
+  std::size_t base_ = 0;
+  std::mutex m_;
+  std::condition_variable cv_;
+  clock::time_point start_;
+  bool running_ = false;
+  bool stopped_ = false;
+  thinned_series series_{series_limit, 1000};
+  std::thread thread_; // last: it starts once the rest is made
+};
+
 /// Per stream, whether its thread has finished: its own cache line.
 struct alignas(64) finish_flag {
   std::atomic<bool> set{false};
@@ -389,6 +458,7 @@ struct replay_run {
   replay_result run() {
     replay_result r;
     std::vector<op> scratch(max_chunk_ops); // the start waits of later threads, read back
+    rss_sampler sampler;
     reset_peak_rss();
     const std::size_t rss_before = rss_kib();
     std::vector<std::thread> threads;
@@ -404,6 +474,7 @@ struct replay_run {
       }
     }
     const auto start = clock::now();
+    sampler.begin(rss_before);
     go.store(true, std::memory_order_release);
     // Threads that started later in the program start here, each once its start waits are met,
     // in the order they started: a start waits only for streams that existed before it, so this
@@ -425,6 +496,7 @@ struct replay_run {
       }
     }
     r.seconds = std::chrono::duration<double>(clock::now() - start).count();
+    r.rss_over_time = sampler.end();
     const std::size_t peak = peak_rss_kib();
     r.peak_rss_kib = peak > rss_before ? peak - rss_before : 0;
     r.peak_threads = peak_live.load(std::memory_order_relaxed);

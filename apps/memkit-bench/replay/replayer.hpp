@@ -4,10 +4,12 @@
 // allocator that measures the harness itself (docs/TRACE.md, "Replay").
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "replay/compile.hpp"
 #include "replay/routes.hpp"
@@ -47,6 +49,10 @@ struct replay_result {
   /// Most stream threads running at once: at most the program's threads live at once where the
   /// trace recorded its threads' starts and exits (compile.hpp).
   std::uint64_t peak_threads = 0;
+  /// (microseconds from the start signal, KiB resident above the start), sampled on a thread of
+  /// its own every millisecond and more coarsely as the run grows, at most series_limit points
+  /// and the last at the end (series.hpp): the allocator's memory over the replay.
+  std::vector<std::array<std::uint64_t, 2>> rss_over_time;
 
   bool operator==(const replay_result&) const = default;
 };
@@ -61,7 +67,8 @@ struct replay_result {
   X(peak_rss_kib)                                                                                  \
   X(content_errors)                                                                                \
   X(checksum)                                                                                      \
-  X(peak_threads)
+  X(peak_threads)                                                                                  \
+  X(rss_over_time)
 
 /// \returns `p` replayed with `routes` (every other site on malloc). \requires verify(p).ok.
 replay_result replay_routed(const program& p, router& routes, const replay_options& o);

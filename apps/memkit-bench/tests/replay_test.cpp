@@ -27,6 +27,7 @@
 #include "replay/program_file.hpp"
 #include "replay/replayer.hpp"
 #include "replay/routes.hpp"
+#include "replay/series.hpp"
 #include "replay/sites.hpp"
 #include "replay/synthetic.hpp"
 
@@ -337,6 +338,52 @@ TEST(Replay, ReplaysASyntheticTraceAgainstMallocWithEveryBlocksContentsIntact) {
   const replay_result null = replay_null(p, {touch_mode::page, 16});
   EXPECT_EQ(null.ops, r.ops);
   EXPECT_EQ(null.checksum, r.checksum);
+}
+
+TEST(Replay, RecordsTheProgramsLiveBytesAndTheReplaysResidentMemoryOverTime) {
+  trace_builder t;
+  t.alloc(1, 0x1000, 100).alloc(1, 0x2000, 50).realloc(1, 0x1000, 0x3000, 300).free(1, 0x2000);
+  const program small = compile(t.events());
+  using point = std::array<std::uint64_t, 2>;
+  // Before each event: nothing, 100, 150, then 350 after the realloc grew the first block.
+  EXPECT_EQ(small.live_over_time, (std::vector<point>{{0, 0}, {1, 100}, {2, 150}, {3, 350}}));
+
+  const program p = compile(synthetic_trace({200'000, 2, 5}));
+  ASSERT_LE(p.live_over_time.size(), series_limit);
+  ASSERT_GE(p.live_over_time.size(), series_limit / 2);
+  std::uint64_t peak = 0;
+  for (const point& x : p.live_over_time) {
+    peak = std::max(peak, x[1]);
+  }
+  EXPECT_LE(peak, p.stats.peak_live_bytes);
+  EXPECT_GT(peak, p.stats.peak_live_bytes / 2) << "the samples follow the live bytes";
+
+  router none(p, {});
+  const replay_result r = replay_routed(p, none, {touch_mode::page, 64});
+  ASSERT_FALSE(r.rss_over_time.empty()) << "the end is always sampled";
+  EXPECT_LE(r.rss_over_time.size(), series_limit + 1);
+  EXPECT_TRUE(std::is_sorted(r.rss_over_time.begin(), r.rss_over_time.end()));
+  EXPECT_LE(r.rss_over_time.back()[0], static_cast<std::uint64_t>(r.seconds * 1e6) + 100'000);
+}
+
+TEST(Series, KeepsAtMostItsLimitEvenlySpacedFromTheStartToTheEnd) {
+  thinned_series s(8);
+  for (std::uint64_t x = 0; x < 1000; ++x) {
+    if (s.due(x)) {
+      s.add(x, 2 * x);
+    }
+  }
+  const auto& points = s.points();
+  ASSERT_LE(points.size(), 8u);
+  ASSERT_GE(points.size(), 4u);
+  EXPECT_EQ(points.front()[0], 0u);
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    EXPECT_EQ(points[i][0] - points[i - 1][0], s.step()) << "point " << i;
+    EXPECT_EQ(points[i][1], 2 * points[i][0]);
+  }
+  EXPECT_GT(points.back()[0] + s.step(), 999u - s.step()) << "the points reach the end";
+  s.close(999, 1);
+  EXPECT_EQ(s.points().back(), (std::array<std::uint64_t, 2>{999, 1}));
 }
 
 TEST(Replay, KeepsContentsThroughAReallocChainAcrossThreads) {
