@@ -291,8 +291,7 @@ public:
     }
     if (running_) {
       running_ = false;
-      const std::size_t kib = rss_kib();
-      series_.close(elapsed_us(), kib > base_ ? kib - base_ : 0);
+      series_.close(elapsed_us(), resident_above_base());
     }
     return series_.take();
   }
@@ -304,11 +303,15 @@ private:
     while (!stopped_) {
       const std::uint64_t us = elapsed_us();
       if (series_.due(us)) {
-        const std::size_t kib = rss_kib();
-        series_.add(us, kib > base_ ? kib - base_ : 0);
+        series_.add(us, resident_above_base());
       }
       cv_.wait_for(lock, std::chrono::microseconds(series_.step()), [this] { return stopped_; });
     }
+  }
+
+  std::uint64_t resident_above_base() const noexcept {
+    const std::size_t kib = rss_kib();
+    return kib > base_ ? kib - base_ : 0;
   }
 
   std::uint64_t elapsed_us() const {

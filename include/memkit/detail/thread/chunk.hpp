@@ -45,9 +45,8 @@ inline constexpr std::uint32_t large_class = ~std::uint32_t{0};
 ///   the program, or freed elsewhere and on their way back (in a thread's outgoing batch or in the
 ///   owner's remote queue) or kept by the heap of the thread that freed it (heap::foreign);
 /// - `used` counts the live, the returning and the kept blocks, plus one while the chunk is the
-/// current
-///   chunk of its class (the pin, so a free-allocate ping-pong on the current chunk never makes
-///   it empty): `used == capacity - free.count() - fresh.remaining() / block_size + pinned`;
+///   current chunk of its class (the pin, so a free-allocate ping-pong on the current chunk never
+///   makes it empty): `used == capacity - free.count() - fresh.remaining() / block_size + pinned`;
 /// - `in_bin` says the chunk is its class's current chunk or on its partial list; a chunk with
 ///   every block out (`used == capacity`) is on no list ("floating") until a block returns;
 /// - `used == 0` only off every list: a spare of its heap, or in the depot (`owner == nullptr`).

@@ -571,15 +571,9 @@ private:
       return;
     }
     h->counters.on_deallocate(bytes);
-    // Kept only where this thread allocates the class itself (its bin has a current chunk): a
-    // thread that only frees, as a consumer does, would hold the blocks for nothing.
-    if (h->bins[c->cls].current != &empty_chunk &&
-        h->foreign_count[c->cls] < foreign_limit_[c->cls]) {
-      h->foreign[c->cls].push(p, c->block_size);
-      ++h->foreign_count[c->cls];
-      return;
+    if (!h->keep_foreign(p, c->cls, c->block_size, foreign_limit_[c->cls])) {
+      h->outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
     }
-    h->outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
   }
 
   // Sends every foreign block `h` keeps to its owner (a thread's exit): no block waits in a heap

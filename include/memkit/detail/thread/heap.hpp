@@ -57,7 +57,7 @@ struct heap {
   chunk* direct[direct_steps == 0 ? 1 : direct_steps];
   remote_cache outgoing;
   /// Per class, blocks of other heaps freed on this heap's thread, kept to be handed out here
-  /// before the current chunk carves new memory (engine.hpp's keep_foreign): as a thread cache of
+  /// before the current chunk carves new memory (keep_foreign, take_foreign): as a thread cache of
   /// tcmalloc or jemalloc keeps whatever block is freed on its thread, so a thread that frees what
   /// another (or an exited) thread allocated reuses that memory instead of sending it home and
   /// touching more. Bounded per class; they go home at the thread's exit.
@@ -107,6 +107,19 @@ struct heap {
     c->next = spare;
     spare = c;
     ++spare_count;
+  }
+
+  /// \effects keeps `p`, a free block of another heap, of class `cls` and `bytes` bytes, if this
+  /// heap allocates that class itself (its bin has a current chunk: a thread that only frees, as a
+  /// consumer does, would hold the blocks for nothing) and keeps fewer than `limit` of it.
+  /// \returns whether it did.
+  bool keep_foreign(void* p, std::size_t cls, std::size_t bytes, std::size_t limit) noexcept {
+    if (bins[cls].current == &empty_chunk || foreign_count[cls] >= limit) {
+      return false;
+    }
+    foreign[cls].push(p, bytes);
+    ++foreign_count[cls];
+    return true;
   }
 
   /// \returns a kept block of another heap of class `cls` (still poisoned), or null.
