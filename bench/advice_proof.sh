@@ -20,13 +20,15 @@
 # Usage: bench/advice_proof.sh BUILD_DIR [MEMKIT_BENCH]
 #   BUILD_DIR: a Release build with memkit-preload and the advice_*_example targets built.
 #   MEMKIT_BENCH: memkit-bench (default BUILD_DIR/apps/memkit-bench/memkit-bench).
-#   RUNS (environment, default 11): live runs per form.
-#   PROCESSES (default 9): the advisor's processes per variant.
+#   RUNS (environment, default 21): live runs per form.
+#   PROCESSES (default 25): the advisor's processes per variant (replays of a few million
+#   operations differ by up to 1.5x between processes here: fewer leave intervals too wide to
+#   show a gain of 10 %).
 set -euo pipefail
 build=$(cd "${1:?usage: bench/advice_proof.sh BUILD_DIR [MEMKIT_BENCH]}" && pwd)
 bench=${2:-$build/apps/memkit-bench/memkit-bench}
-runs=${RUNS:-11}
-processes=${PROCESSES:-9}
+runs=${RUNS:-21}
+processes=${PROCESSES:-25}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC2034 # read by results_header (bench/live_run.sh)
 repo=$(cd "$here/.." && pwd)

@@ -193,7 +193,7 @@ def gains_chart(advice, path):
             ax.plot([gain], [y], "o", color=color)
         ax.axvline(1.0, color="#000000", linewidth=1)
         ax.axvline(1.0 + threshold, color="#d62728", linestyle="--", linewidth=1,
-                   label=f"kept above {1 + threshold:.2f}x")
+                   label=f"kept from {1 + threshold:.2f}x, interval above 1x")
         ax.set_xlabel(f"{what} gain: best allocator / candidate (right is better)")
         ax.grid(axis="x", alpha=0.3)
         ax.legend(fontsize=7, loc="best")
@@ -302,9 +302,9 @@ def advice_section(advice, out):
              "</table>")
     return (f"<h2 id='advice'>Advice</h2>\n<p>Trace {html.escape(str(advice['trace']))}; the "
             f"best general-purpose allocator: {html.escape(advice['best_general_purpose'])}. "
-            f"A candidate is recommended only if its gain's 95% interval lies above "
+            f"A candidate is recommended only if its gain is at least "
             f"{1 + advice['time_threshold']:.2f}x in time or {1 + advice['rss_threshold']:.2f}x "
-            f"in peak RSS.</p>\n<img src='{gains_file}' alt='gains of every candidate'>\n"
+            f"in peak RSS, with its 95% interval above 1x.</p>\n<img src='{gains_file}' alt='gains of every candidate'>\n"
             f"{table}\n<h3>The sites</h3>\n" + "\n".join(profiles))
 
 

@@ -72,9 +72,9 @@ void print_sites(std::ostream& out, const std::vector<site_profile>& sites) {
 void print_advice(std::ostream& out, const std::vector<advice>& all, double time_threshold,
                   double rss_threshold) {
   out << "\nadvice (gain: the best general-purpose allocator's replay / the candidate's, "
-      << interval_level * 100 << " % interval over processes; kept only if the interval lies "
-      << "above " << fixed(1 + time_threshold, 2) << "x in time or " << fixed(1 + rss_threshold, 2)
-      << "x in peak RSS)\n"
+      << interval_level * 100 << " % interval over processes; kept only if the gain is at "
+      << "least " << fixed(1 + time_threshold, 2) << "x in time or " << fixed(1 + rss_threshold, 2)
+      << "x in peak RSS, its interval above 1)\n"
       << std::right << std::setw(8) << "site"
       << "  " << std::left << std::setw(14) << "candidate" << std::setw(24) << "time gain"
       << std::setw(24) << "peak RSS gain" << std::setw(22) << "advice"
@@ -99,7 +99,7 @@ std::vector<double> of(const std::vector<replay_result>& runs, bool rss) {
 } // namespace
 
 bool clears(const ratio_interval& r, double threshold) {
-  return judge(r, 1 + threshold) == verdict::above;
+  return r.ratio >= 1 + threshold && judge(r, 1) == verdict::above;
 }
 
 void decide(advice& a, double time_threshold, double rss_threshold) {

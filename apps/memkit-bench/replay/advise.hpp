@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // apps/memkit-bench/replay/advise.hpp: the advisor: per top call site, its candidate strategy
 // replayed against the best general-purpose allocator on the same trace, kept only if the
-// measured gain clears a threshold with its interval (docs/TRACE.md, "Advice").
+// measured gain clears a threshold and its interval shows a gain (docs/TRACE.md, "Advice").
 #pragma once
 
 #include <string>
@@ -27,8 +27,9 @@ struct advice {
   std::string why;           ///< the gain that cleared, or what fell short
 };
 
-/// \returns whether `r`'s interval lies wholly above 1 + `threshold`: a gain measured, not a
-/// guess (core/interval.hpp).
+/// \returns whether `r`'s gain (the ratio of the medians) is at least 1 + `threshold` and its
+/// interval lies wholly above 1: a gain large enough to matter, and measured, not noise
+/// (core/interval.hpp).
 bool clears(const ratio_interval& r, double threshold);
 
 /// The least peak RSS a candidate must save, besides clearing the ratio's threshold, for a

@@ -186,11 +186,11 @@ void add_replay_commands(CLI::App& app, replay_commands& c) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
   c.advise
       ->add_option("--time-threshold", c.a.time_threshold,
-                   "least time gain a candidate must show, its interval above it (0.05)")
+                   "least time gain a candidate must show, its interval above 1 (0.05)")
       ->check(CLI::Range(0.0, 10.0));
   c.advise
       ->add_option("--rss-threshold", c.a.rss_threshold,
-                   "least peak-RSS gain a candidate must show, its interval above it (0.10)")
+                   "least peak-RSS gain a candidate must show, its interval above 1 (0.10)")
       ->check(CLI::Range(0.0, 10.0));
 }
 

@@ -567,7 +567,7 @@ TEST(Advice, FindsTheKnownPatternOfEverySyntheticSite) {
   EXPECT_EQ(top[1].site, long_lived_site);
 }
 
-TEST(Advice, KeepsACandidateOnlyWhenItsIntervalClearsAThreshold) {
+TEST(Advice, KeepsACandidateOnlyWhenItsGainClearsAThresholdAndItsIntervalOne) {
   advice a;
   a.baseline = "mimalloc";
   a.site.candidate = strategy::arena;
@@ -575,7 +575,15 @@ TEST(Advice, KeepsACandidateOnlyWhenItsIntervalClearsAThreshold) {
   decide(a, 0.05, 0.10);
   EXPECT_TRUE(a.use);
   EXPECT_EQ(a.verdict, "use arena");
-  a.time = {1.08, 1.02, 1.12, 5}; // faster, but not surely by 5 %
+  a.time = {1.08, 1.01, 1.12, 5}; // 8 % faster, surely faster: the interval need not clear 5 %
+  decide(a, 0.05, 0.10);
+  EXPECT_TRUE(a.use);
+  EXPECT_EQ(a.why, "faster");
+  a.time = {1.04, 1.02, 1.06, 5}; // surely faster, but by less than 5 %
+  decide(a, 0.05, 0.10);
+  EXPECT_FALSE(a.use);
+  EXPECT_EQ(a.why, "gain not above the thresholds");
+  a.time = {1.12, 0.98, 1.30, 5}; // 12 % faster at the median, not surely faster
   a.rss = {1.30, 1.15, 1.40, 5};  // surely 10 % smaller
   a.rss_saved_kib = 4096;
   decide(a, 0.05, 0.10);
@@ -586,7 +594,7 @@ TEST(Advice, KeepsACandidateOnlyWhenItsIntervalClearsAThreshold) {
   EXPECT_FALSE(a.use);
   EXPECT_NE(a.why.find("300 KiB, under the 1 MiB"), std::string::npos) << a.why;
   a.rss_saved_kib = 4096;
-  a.rss = {1.30, 1.05, 1.40, 5};
+  a.rss = {1.30, 0.95, 1.40, 5}; // 30 % smaller at the median, not surely smaller
   decide(a, 0.05, 0.10);
   EXPECT_FALSE(a.use);
   EXPECT_EQ(a.verdict, "keep mimalloc");
