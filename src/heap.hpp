@@ -98,26 +98,32 @@ public:
   /// becomes `bytes`), and fill at least half of a class or region (a block shrunk further moves,
   /// so its memory is not held); a large block alone in a chunk stays while too large for a class.
   bool resize_in_place(void* p, detail::thread::chunk* c, std::size_t bytes) noexcept {
-    if (c->cls != detail::thread::large_class) {
-      return bytes <= c->block_size && bytes >= c->block_size / 2;
+    namespace dt = detail::thread;
+    if (MEMKIT_UNLIKELY(c->bytes > dt::chunk_size)) {
+      return resize_region_in_place(p, c, bytes);
     }
-    if (p != c->blocks) {
+    // A small block and a large block alone in a chunk are judged alike, with no branch on which
+    // it is: a program that grows buffers of both kinds at random (a string builder's) would
+    // mispredict such a branch about every other call. A large block's header has a block_size
+    // of 0, so a mask selects each bound (compilers turn the conditional form into the branch).
+    const bool large = c->cls == dt::large_class;
+    MEMKIT_ASSERT_INTERNAL(!large || c->block_size == 0);
+    const std::size_t large_mask = 0 - static_cast<std::size_t>(large);
+    const auto room = static_cast<std::size_t>(dt::base_of(c) + dt::chunk_size - c->blocks);
+    const std::size_t most = c->block_size | (room & large_mask);
+    const std::size_t least = c->block_size / 2 | ((dt::max_class_size + 1) & large_mask);
+    if ((bytes > most) | (bytes < least) | (large & (p != c->blocks))) {
       return false;
     }
-    const auto offset = static_cast<std::size_t>(c->blocks - detail::thread::base_of(c));
-    const bool in_chunk = detail::thread::large_regions::in_chunk(c);
-    const std::size_t room = (in_chunk ? c->bytes : os_upstream::region_size(c->bytes)) - offset;
-    const std::size_t least = in_chunk ? detail::thread::max_class_size + 1 : room / 2;
-    if (bytes > room || bytes < least) {
-      return false;
+    if constexpr (detail::poisoning) {
+      if (large) {
+        repoison(p, c, bytes);
+      }
     }
-    // The caller owns exactly the new bytes (a chunk's memory may be poisoned from earlier use).
-    if (bytes > c->size) {
-      detail::unpoison(static_cast<char*>(p) + c->size, bytes - c->size);
-    } else {
-      detail::poison(static_cast<char*>(p) + bytes, c->size - bytes);
-    }
-    c->size = bytes; // the region stays as mapped: c->bytes still names it
+    // A large block's usable size becomes `bytes`; a small chunk's header is left unwritten (the
+    // store goes to `unused`), as other threads read it.
+    std::size_t unused = 0;
+    *(large ? &c->size : &unused) = bytes;
     return true;
   }
 
@@ -168,6 +174,29 @@ public:
   void unlock_all() noexcept { engine_.after_fork(); }
 
 private:
+  // resize_in_place for a large block in a region of its own.
+  static bool resize_region_in_place(void* p, detail::thread::chunk* c,
+                                     std::size_t bytes) noexcept {
+    const auto offset = static_cast<std::size_t>(c->blocks - detail::thread::base_of(c));
+    const std::size_t room = os_upstream::region_size(c->bytes) - offset;
+    if (p != c->blocks || bytes > room || bytes < room / 2) {
+      return false;
+    }
+    repoison(p, c, bytes);
+    c->size = bytes; // the region stays as mapped: c->bytes still names it
+    return true;
+  }
+
+  // The caller of a large block resized in place owns exactly the new bytes (a chunk's memory
+  // may be poisoned from earlier use).
+  static void repoison(void* p, const detail::thread::chunk* c, std::size_t bytes) noexcept {
+    if (bytes > c->size) {
+      detail::unpoison(static_cast<char*>(p) + c->size, bytes - c->size);
+    } else {
+      detail::poison(static_cast<char*>(p) + bytes, c->size - bytes);
+    }
+  }
+
   engine_type engine_;
 };
 

@@ -356,10 +356,16 @@ TEST(ReplacementEngine, BlocksResizeInPlaceWithinTheirClassOrRegion) {
   mr::process_heap* h = mr::the_process_heap.load();
   ASSERT_NE(h, nullptr);
   void* small = mr::allocate(100, 16);
+  void* second = mr::allocate(100, 16); // not its chunk's first block
   memkit::detail::thread::chunk* c = h->find(small);
+  ASSERT_EQ(h->find(second), c);
+  const std::size_t header_size = c->size;
   EXPECT_TRUE(h->resize_in_place(small, c, mr::usable_size_of(small)));
+  EXPECT_TRUE(h->resize_in_place(second, c, 65));
   EXPECT_FALSE(h->resize_in_place(small, c, mr::usable_size_of(small) + 1));
   EXPECT_FALSE(h->resize_in_place(small, c, 10)) << "shrunk below half: moves";
+  EXPECT_EQ(c->size, header_size) << "a small chunk's header is not written";
+  mr::free(second);
   mr::free(small);
   auto* big = static_cast<unsigned char*>(mr::allocate(100000, 16));
   stamp(big, 100000, 7);
@@ -395,6 +401,7 @@ TEST(ReplacementEngine, ALargeBlockAloneInAChunkGrowsInPlaceToTheChunksEndAndMov
   stamp(p + thread::max_class_size + 1, room - thread::max_class_size - 1, 3);
   EXPECT_TRUE(stamped(p, room, 3));
   EXPECT_FALSE(h->resize_in_place(p, c, room + 1)) << "beyond the chunk";
+  EXPECT_FALSE(h->resize_in_place(p + 16, c, room - 16)) << "not the block's start";
   EXPECT_TRUE(h->resize_in_place(p, c, thread::max_class_size + 1))
       << "still too large for a class";
   EXPECT_FALSE(h->resize_in_place(p, c, thread::max_class_size)) << "a class serves it: moves";
