@@ -304,7 +304,8 @@ def advice_section(advice, out):
             f"best general-purpose allocator: {html.escape(advice['best_general_purpose'])}. "
             f"A candidate is recommended only if its gain is at least "
             f"{1 + advice['time_threshold']:.2f}x in time or {1 + advice['rss_threshold']:.2f}x "
-            f"in peak RSS, with its 95% interval above 1x.</p>\n<img src='{gains_file}' alt='gains of every candidate'>\n"
+            f"in peak RSS, with its 95% interval above 1x.</p>\n"
+            f"<img src='{gains_file}' alt='gains of every candidate'>\n"
             f"{table}\n<h3>The sites</h3>\n" + "\n".join(profiles))
 
 
