@@ -67,13 +67,38 @@ TEST(Depot, FreeChunksComeBackNewestFirstOwnedByNoHeap) {
   thread::chunk* b = d.obtain();
   int owner = 0;
   a->owner = b->owner = &owner;
-  EXPECT_EQ(d.pop(), nullptr);
+  EXPECT_EQ(d.pop(0), nullptr);
   d.push(a);
   d.push(b);
   EXPECT_EQ(a->owner, nullptr);
-  EXPECT_EQ(d.pop(), b);
-  EXPECT_EQ(d.pop(), a);
-  EXPECT_EQ(d.pop(), nullptr);
+  EXPECT_EQ(d.pop(0), b);
+  EXPECT_EQ(d.pop(0), a);
+  EXPECT_EQ(d.pop(0), nullptr);
+  d.release();
+  expect_all_returned(spy);
+}
+
+TEST(Depot, AFreeChunkGoesBackToItsLastClassBeforeAnyOtherWithinTheScan) {
+  spy_resource spy;
+  spy_depot d(resource_ref<spy_resource>{spy});
+  std::vector<thread::chunk*> chunks;
+  for (std::uint32_t cls = 0; cls < thread::class_scan + 1; ++cls) {
+    thread::chunk* c = d.obtain();
+    ASSERT_NE(c, nullptr);
+    c->cls = cls; // the class it served last
+    d.push(c);
+    chunks.push_back(c);
+  }
+  // Newest first: chunks[class_scan] on top, chunks[0] the one past the scan.
+  EXPECT_EQ(d.pop(0), chunks[thread::class_scan])
+      << "the last class of no chunk within the scan: the newest";
+  EXPECT_EQ(d.pop(3), chunks[3]) << "its own class, from the middle of the list";
+  EXPECT_EQ(d.pop(thread::class_scan - 1), chunks[thread::class_scan - 1]);
+  std::size_t left = 0;
+  while (d.pop(thread::large_class) != nullptr) {
+    ++left;
+  }
+  EXPECT_EQ(left, thread::class_scan - 2) << "no chunk lost by unlinking from the middle";
   d.release();
   expect_all_returned(spy);
 }
@@ -120,7 +145,7 @@ TEST(Depot, AbandoningAHeapTakesItsSparesAndItsEmptyCurrentChunksButNotBusyOnes)
   EXPECT_EQ(h->spare_count, 0u);
   EXPECT_EQ(empty_current->used, 0u);
   std::vector<thread::chunk*> taken;
-  while (thread::chunk* c = d.pop()) {
+  while (thread::chunk* c = d.pop(0)) {
     taken.push_back(c);
   }
   EXPECT_EQ(taken.size(), 2u);
@@ -191,7 +216,7 @@ TEST(Depot, ALargeBlockThatFitsAChunkTakesAFreeChunkAndGivesItBackToTheDepot) {
   EXPECT_GT(with_region, obtained);
 
   d.free_large(c);
-  EXPECT_EQ(d.pop(), spare) << "back in the depot, for any class or block";
+  EXPECT_EQ(d.pop(0), spare) << "back in the depot, for any class or block";
   EXPECT_EQ(c->owner, nullptr);
   d.push(spare);
   d.free_large(d.find(q));
@@ -288,14 +313,14 @@ TEST(Decay, ADecommittedChunkIsRecommittedBeforeItLeavesTheDepotAndStaysIfRefuse
       recommitting{{resource_ref<spy_resource>{spy}, &decommitted, &purges}, &recommitted});
   thread::chunk* kept = d.obtain();
   d.push(kept);
-  EXPECT_EQ(d.pop(), kept); // never decommitted: nothing to recommit
+  EXPECT_EQ(d.pop(0), kept); // never decommitted: nothing to recommit
   EXPECT_TRUE(recommitted.empty());
   d.push(kept);
   d.purge(memkit::detail::os::now_ms(), true);
   d.upstream().refuse = true;
-  EXPECT_EQ(d.pop(), nullptr);
+  EXPECT_EQ(d.pop(0), nullptr);
   d.upstream().refuse = false;
-  EXPECT_EQ(d.pop(), kept); // still there
+  EXPECT_EQ(d.pop(0), kept); // still there
   ASSERT_EQ(recommitted.size(), 2u);
   EXPECT_EQ(recommitted[1], thread::base_of(kept) + page_size);
   d.release();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace {
@@ -72,6 +73,21 @@ TEST(Heap, SparesComeBackNewestFirstAndAreCounted) {
   EXPECT_EQ(h->pop_spare(), &c[0]);
   EXPECT_EQ(h->spare_count, 0u);
   EXPECT_EQ(h->pop_spare(), nullptr);
+}
+
+TEST(Heap, ASpareOfTheClassAskedForComesBeforeNewerOnes) {
+  auto h = std::make_unique<thread::heap<4>>();
+  thread::chunk c[3];
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    c[i].cls = i;
+    h->push_spare(&c[i]);
+  }
+  EXPECT_EQ(h->pop_spare(0), &c[0]) << "the oldest, but of its class";
+  EXPECT_EQ(h->spare_count, 2u);
+  EXPECT_EQ(h->pop_spare(3), &c[2]) << "none of class 3: the newest";
+  EXPECT_EQ(h->pop_spare(1), &c[1]);
+  EXPECT_EQ(h->pop_spare(1), nullptr);
+  EXPECT_EQ(h->spare_count, 0u);
 }
 
 } // namespace

@@ -105,6 +105,25 @@ inline chunk* chunk_of(const void* p) noexcept {
   return header_at(reinterpret_cast<void*>(address(p) & ~(chunk_size - 1)));
 }
 
+/// How many chunks of a list of wholly free ones `link_for_class` looks at.
+inline constexpr std::size_t class_scan = 32;
+
+/// \returns the link (`list` itself, or a `next` field of its chunks) to the chunk to reuse for
+/// class `cls` from `list`, wholly free chunks linked through `next`: among the first class_scan,
+/// the first whose last class was `cls`, else the first. A chunk keeps resident every page its
+/// classes ever carved until it is decommitted, so a chunk taken back by its own class touches no
+/// new page, and one that changes class holds the larger of both extents (docs/threads.md, "Bounds
+/// and the depot").
+inline chunk** link_for_class(chunk** list, std::uint32_t cls) noexcept {
+  std::size_t n = 0;
+  for (chunk** l = list; *l != nullptr && n < class_scan; l = &(*l)->next, ++n) {
+    if ((*l)->cls == cls) {
+      return l;
+    }
+  }
+  return list;
+}
+
 /// What every heap's empty bins point at, so the allocation fast path tests only the free list:
 /// its free list is null and it has nothing to carve. Read by all threads, written by none.
 inline chunk empty_chunk{};

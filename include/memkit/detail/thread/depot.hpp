@@ -55,15 +55,17 @@ public:
     tick(c->freed_at);
   }
 
-  /// \returns a wholly free chunk, or null (also when its decommitted pages cannot be recommitted).
-  chunk* pop() noexcept {
+  /// \returns a wholly free chunk, last of class `cls` if one is near the top (link_for_class),
+  /// or null (also when its decommitted pages cannot be recommitted).
+  chunk* pop(std::uint32_t cls) noexcept {
     tick();
-    chunk* c = free_;
+    chunk** const link = link_for_class(&free_, cls);
+    chunk* c = *link;
     if (c != nullptr) {
       if (!decay<Upstream>::on_leave(c, upstream_)) {
         return nullptr;
       }
-      free_ = c->next;
+      *link = c->next;
     }
     return c;
   }
@@ -103,7 +105,7 @@ public:
   /// in a region of its own (large.hpp); or null.
   void* allocate_large(std::size_t n, std::size_t alignment) noexcept {
     if (large_regions::fits_chunk(n, alignment)) {
-      chunk* c = pop();
+      chunk* c = pop(large_class);
       if (c == nullptr && (c = obtain()) == nullptr) {
         return nullptr;
       }

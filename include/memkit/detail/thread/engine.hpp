@@ -490,12 +490,13 @@ private:
   // A chunk for class `cls` of `h`: a spare, the depot's, one of abandoned heaps' freed chunks,
   // or a new one from the upstream; null if none.
   chunk* claim_chunk(heap& h, std::size_t cls) noexcept {
-    chunk* c = h.pop_spare();
+    const auto last = static_cast<std::uint32_t>(cls);
+    chunk* c = h.pop_spare(last);
     if (c == nullptr) {
       const std::lock_guard<std::mutex> lock(depot_.mutex());
-      if ((c = depot_.pop()) == nullptr) {
+      if ((c = depot_.pop(last)) == nullptr) {
         reclaim_abandoned();
-        if ((c = depot_.pop()) == nullptr && (c = depot_.obtain()) == nullptr) {
+        if ((c = depot_.pop(last)) == nullptr && (c = depot_.obtain()) == nullptr) {
           return nullptr;
         }
       }

@@ -131,11 +131,13 @@ struct heap {
     return foreign[cls].pop();
   }
 
-  /// \returns a spare chunk, or null.
-  chunk* pop_spare() noexcept {
-    chunk* const c = spare;
+  /// \returns a spare chunk, last of class `cls` if one is (link_for_class; the first for
+  /// large_class), or null.
+  chunk* pop_spare(std::uint32_t cls = large_class) noexcept {
+    chunk** const link = link_for_class(&spare, cls);
+    chunk* const c = *link;
     if (c != nullptr) {
-      spare = c->next;
+      *link = c->next;
       c->next = nullptr;
       --spare_count;
     }
