@@ -243,6 +243,7 @@ int measure_slice(const batch_options& o, const run_info& info,
   const std::size_t total = chosen.size() * o.repeat;
   std::size_t done = 0;
   std::vector<std::string> failed;
+  zygote children(chosen);
   for (unsigned rep = 0; rep < o.repeat; ++rep) {
     for (std::size_t i = 0; i < chosen.size(); ++i) {
       const bench_case& c = *chosen[i];
@@ -252,7 +253,7 @@ int measure_slice(const batch_options& o, const run_info& info,
       std::fprintf(stderr, "[%4zu/%zu] %-24s %-24s %zu iterations", ++done, total,
                    c.w->name.c_str(), shown.c_str(), n);
       std::string error;
-      measurements[i].push_back(measure_in_child(c, n, error));
+      measurements[i].push_back(children.measure(i, n, error));
       if (!error.empty()) {
         std::fprintf(stderr, "  ERROR: %s\n", error.c_str());
         failed.push_back(c.w->name + " / " + shown + ": " + error);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-// apps/memkit-bench/core/measure.cpp: the resident-memory probes, and a measurement in a forked
-// child, its result sent back through a pipe.
+// apps/memkit-bench/core/measure.cpp: the resident-memory probes, and measurements in children
+// forked from one zygote, their results relayed back through pipes.
 
 #include "core/measure.hpp"
 
@@ -19,6 +19,7 @@
 #include <exception>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 #include "core/registry.hpp"
 
@@ -127,45 +128,162 @@ struct wire_header {
   }
 }
 
+/// How the zygote frames what it relays: a length, then that many bytes of the child's output; the
+/// length `end_of_child` then a `child_end`.
+constexpr std::uint64_t end_of_child = ~std::uint64_t{0};
+struct child_end {
+  std::int64_t wait_status; ///< from waitpid; meaningless if `error`
+  std::int64_t error;       ///< errno of a failed pipe or fork, else 0
+};
+struct request {
+  std::uint64_t index;
+  std::uint64_t iterations;
+};
+
+/// Copies everything `from` yields to `to`, framed, through a buffer on the stack: the zygote
+/// allocates nothing, so every child starts from the same heap.
+void relay(int from, int to) {
+  char buffer[4096];
+  for (;;) {
+    const ssize_t k = ::read(from, buffer, sizeof buffer);
+    if (k < 0 && errno == EINTR) {
+      continue;
+    }
+    if (k <= 0) {
+      return;
+    }
+    const auto length = static_cast<std::uint64_t>(k);
+    if (!write_all(to, &length, sizeof length) || !write_all(to, buffer, length)) {
+      return;
+    }
+  }
+}
+
+[[noreturn]] void zygote_main(const std::vector<const bench_case*>& cases, int requests,
+                              int results) {
+  request r{};
+  while (read_all(requests, &r, sizeof r)) {
+    child_end end{0, 0};
+    int fds[2];
+    if (pipe(fds) != 0) {
+      end.error = errno;
+    } else if (const pid_t pid = fork(); pid < 0) {
+      end.error = errno;
+      close(fds[0]);
+      close(fds[1]);
+    } else {
+      if (pid == 0) {
+        close(fds[0]);
+        close(requests);
+        close(results);
+        child_main(*cases[r.index], r.iterations, fds[1]);
+      }
+      close(fds[1]);
+      relay(fds[0], results);
+      close(fds[0]);
+      int status = 0;
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      end.wait_status = status;
+    }
+    if (!write_all(results, &end_of_child, sizeof end_of_child) ||
+        !write_all(results, &end, sizeof end)) {
+      break;
+    }
+  }
+  _exit(0);
+}
+
+/// \returns what `m`'s child wrote, parsed, into `m`; false if it is cut short.
+bool parse(const std::string& bytes, measurement& m) {
+  wire_header h{};
+  if (bytes.size() < sizeof h) {
+    return false;
+  }
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (bytes.size() != sizeof h + h.note_size + h.samples * sizeof(double)) {
+    return false;
+  }
+  m.cold_us = h.cold_us;
+  m.hash = h.hash;
+  m.consistent = h.consistent != 0;
+  m.peak_rss_kib = h.peak_rss_kib;
+  m.note.assign(bytes.data() + sizeof h, h.note_size);
+  m.samples_us.resize(h.samples);
+  std::memcpy(m.samples_us.data(), bytes.data() + sizeof h + h.note_size,
+              h.samples * sizeof(double));
+  return true;
+}
+
 } // namespace
 
-measurement measure_in_child(const bench_case& c, std::size_t iterations, std::string& error) {
-  measurement m;
-  int fds[2];
-  if (pipe(fds) != 0) {
-    error = std::string("pipe: ") + std::strerror(errno);
-    return m;
+zygote::zygote(const std::vector<const bench_case*>& cases) {
+  int to_zygote[2];
+  int from_zygote[2];
+  if (pipe(to_zygote) != 0) {
+    throw std::system_error(errno, std::generic_category(), "pipe");
   }
-  const pid_t pid = fork();
-  if (pid < 0) {
-    error = std::string("fork: ") + std::strerror(errno);
-    close(fds[0]);
-    close(fds[1]);
-    return m;
+  if (pipe(from_zygote) != 0) {
+    const int e = errno;
+    close(to_zygote[0]);
+    close(to_zygote[1]);
+    throw std::system_error(e, std::generic_category(), "pipe");
   }
-  if (pid == 0) {
-    close(fds[0]);
-    child_main(c, iterations, fds[1]);
+  pid_ = fork();
+  if (pid_ == 0) {
+    close(to_zygote[1]);
+    close(from_zygote[0]);
+    zygote_main(cases, to_zygote[0], from_zygote[1]);
   }
-  close(fds[1]);
-  wire_header h{};
-  bool ok = read_all(fds[0], &h, sizeof h);
-  if (ok) {
-    m.cold_us = h.cold_us;
-    m.hash = h.hash;
-    m.consistent = h.consistent != 0;
-    m.peak_rss_kib = h.peak_rss_kib;
-    m.note.resize(h.note_size);
-    m.samples_us.resize(h.samples);
-    ok = read_all(fds[0], m.note.data(), m.note.size()) &&
-         read_all(fds[0], m.samples_us.data(), m.samples_us.size() * sizeof(double));
+  close(to_zygote[0]);
+  close(from_zygote[1]);
+  requests_ = to_zygote[1];
+  results_ = from_zygote[0];
+  if (pid_ < 0) {
+    const int e = errno;
+    close(requests_);
+    close(results_);
+    throw std::system_error(e, std::generic_category(), "fork");
   }
-  close(fds[0]);
+}
+
+zygote::~zygote() {
+  close(requests_); // the zygote reads the end of its requests and exits
+  close(results_);
   int status = 0;
-  waitpid(pid, &status, 0);
-  if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+measurement zygote::measure(std::size_t index, std::size_t iterations, std::string& error) {
+  measurement m;
+  const request r{index, iterations};
+  if (!write_all(requests_, &r, sizeof r)) {
+    error = "the zygote is gone";
+    return m;
+  }
+  std::string bytes;
+  std::uint64_t length = 0;
+  while (read_all(results_, &length, sizeof length) && length != end_of_child) {
+    const std::size_t at = bytes.size();
+    bytes.resize(at + length);
+    if (!read_all(results_, bytes.data() + at, length)) {
+      break;
+    }
+  }
+  child_end end{};
+  if (length != end_of_child || !read_all(results_, &end, sizeof end)) {
+    error = "the zygote is gone";
+    return m;
+  }
+  const int status = static_cast<int>(end.wait_status);
+  if (end.error != 0) {
+    error = std::string("fork: ") + std::strerror(static_cast<int>(end.error));
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     error = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                 : "the measuring process failed";
+  } else if (!parse(bytes, m)) {
+    error = "the measuring process sent a cut-short measurement";
   }
   return m;
 }

@@ -4,6 +4,8 @@
 // or, isolated, in a forked child.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -77,10 +79,31 @@ measurement measure(const hint& h, std::size_t iterations, const Iteration& iter
   return m;
 }
 
-/// Measures `c` for `iterations` in a forked child process and returns its measurement, or sets
-/// `error` (the child crashed, threw or was killed). Each measurement thus starts from the same
-/// small heap, and its peak RSS is its own rather than the most any earlier variant reached
-/// (glibc keeps freed memory, Boost's singleton pools never return theirs).
-measurement measure_in_child(const bench_case& c, std::size_t iterations, std::string& error);
+/// Measures cases each in a child process of its own, forked not from the calling process but
+/// from one it forks when made (the *zygote*), before any measurement: every child starts from the
+/// same small heap, whatever was measured before it. Its peak RSS is thus its own rather than the
+/// most any earlier variant reached (glibc keeps freed memory, Boost's singleton pools never return
+/// theirs), and does not shrink either because a child inherits, already resident, the memory the
+/// allocator under test kept of what the calling process freed after earlier measurements (its
+/// results, in tcmalloc's caches): docs/method.md, "Peak resident memory".
+class zygote {
+public:
+  /// \effects forks the zygote, which measures `cases[i]` on request; `cases` must outlive it.
+  /// \throws std::system_error if the zygote cannot be made.
+  explicit zygote(const std::vector<const bench_case*>& cases);
+  /// \effects ends the zygote and waits for it.
+  ~zygote();
+  zygote(const zygote&) = delete;
+  zygote& operator=(const zygote&) = delete;
+
+  /// \returns the measurement of `cases[index]` for `iterations` in a child of the zygote, or sets
+  /// `error` (the child crashed, threw or was killed, or the zygote is gone).
+  measurement measure(std::size_t index, std::size_t iterations, std::string& error);
+
+private:
+  int requests_ = -1; ///< to the zygote: which case, how many iterations
+  int results_ = -1;  ///< from it: each child's measurement, framed, then how the child ended
+  pid_t pid_ = -1;
+};
 
 } // namespace memkit::bench

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: BSL-1.0
+// apps/memkit-bench/tests/measure_test.cpp: measurements in children of the zygote
+// (core/measure.hpp): each child starts from the state the zygote was forked in, not from what the
+// measuring process did since; a large measurement comes back whole; a child that crashes or
+// fails is reported as such and the next one is measured as usual.
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/measure.hpp"
+#include "core/registry.hpp"
+
+namespace memkit::bench {
+namespace {
+
+/// Changed by the measuring process after its zygote is made.
+int later_value = 0;
+
+const workload test_workload{"zygote-test", "calls", 1, 1, ""};
+
+bench_case make_case(std::function<measurement(std::size_t, bool)> f) {
+  return bench_case{&test_workload, "test", std::move(f)};
+}
+
+TEST(Zygote, AChildStartsFromTheStateTheZygoteWasMadeInNotTheCallersLaterOne) {
+  const bench_case sees = make_case([](std::size_t, bool) {
+    measurement m;
+    m.note = std::to_string(later_value);
+    return m;
+  });
+  const std::vector<const bench_case*> cases{&sees};
+  later_value = 1;
+  zygote children(cases);
+  later_value = 2; // what the caller's heap holds after the zygote is made
+  std::string error;
+  const measurement m = children.measure(0, 1, error);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(m.note, "1");
+  EXPECT_EQ(children.measure(0, 1, error).note, "1") << "every child alike, not only the first";
+}
+
+TEST(Zygote, AMeasurementLargerThanAPipeHoldsComesBackWhole) {
+  const bench_case many = make_case([](std::size_t n, bool) {
+    measurement m;
+    for (std::size_t i = 0; i < n; ++i) {
+      m.samples_us.push_back(static_cast<double>(i));
+    }
+    m.note = std::string(70'000, 'x');
+    m.hash = 0x5eed;
+    m.peak_rss_kib = 123;
+    return m;
+  });
+  const std::vector<const bench_case*> cases{&many};
+  zygote children(cases);
+  std::string error;
+  const std::size_t n = 200'000; // 1.6 MB of samples
+  const measurement m = children.measure(0, n, error);
+  EXPECT_EQ(error, "");
+  ASSERT_EQ(m.samples_us.size(), n);
+  EXPECT_EQ(m.samples_us.back(), static_cast<double>(n - 1));
+  EXPECT_EQ(m.note.size(), 70'000u);
+  EXPECT_EQ(m.hash, 0x5eedu);
+  EXPECT_EQ(m.peak_rss_kib, 123u);
+}
+
+TEST(Zygote, AChildThatCrashesOrThrowsIsReportedAndTheNextIsMeasured) {
+  const bench_case crashes = make_case([](std::size_t, bool) -> measurement { std::abort(); });
+  const bench_case throws = make_case(
+      [](std::size_t, bool) -> measurement { throw std::runtime_error("workload failed"); });
+  const bench_case works = make_case([](std::size_t, bool) {
+    measurement m;
+    m.hash = 7;
+    return m;
+  });
+  const std::vector<const bench_case*> cases{&crashes, &throws, &works};
+  zygote children(cases);
+  std::string error;
+  children.measure(0, 1, error);
+  EXPECT_EQ(error, "killed by signal 6");
+  error.clear();
+  children.measure(1, 1, error);
+  EXPECT_EQ(error, "the measuring process failed");
+  error.clear();
+  EXPECT_EQ(children.measure(2, 1, error).hash, 7u);
+  EXPECT_EQ(error, "");
+}
+
+} // namespace
+} // namespace memkit::bench
