@@ -247,14 +247,15 @@ target_check check_geomean(const target& t, const row_pairs& pairs) {
   return c;
 }
 
-// A group judged workload by workload: met when every one is, missed when any is; the lowest
-// ratio (the highest, for peak RSS) is quoted.
+// A group judged workload by workload: met when every one is, missed when any is; the missed ones
+// are named and the lowest ratio (the highest, for peak RSS) is quoted.
 target_check check_each(const target& t, const row_pairs& pairs) {
   target one = t;
   one.workloads.clear();
   one.aggregate.clear();
   std::size_t met = 0;
   std::size_t missed = 0;
+  std::string missed_names;
   std::optional<target_check> worst;
   std::string worst_workload;
   const bool rss = t.statistic == "peak_rss";
@@ -262,7 +263,9 @@ target_check check_each(const target& t, const row_pairs& pairs) {
     one.workload = candidate->workload;
     const target_check c = check_target(one, *candidate, *baseline);
     met += c.met ? 1 : 0;
-    missed += c.verdict == "missed" ? 1 : 0;
+    if (c.verdict == "missed") {
+      missed_names += (missed++ == 0 ? "" : ", ") + one.workload;
+    }
     if (!worst || (rss ? c.ratio > worst->ratio : c.ratio < worst->ratio)) {
       worst = c;
       worst_workload = one.workload + " against " + baseline->variant;
@@ -274,8 +277,9 @@ target_check check_each(const target& t, const row_pairs& pairs) {
   c.verdict = c.met ? "met" : missed > 0 ? "missed" : "not separable";
   c.processes_needed = 0;
   c.measured = std::to_string(met) + " of " + std::to_string(pairs.size()) + " workloads met, " +
-               std::to_string(missed) + " missed; " + (rss ? "highest " : "lowest ") +
-               worst_workload + ": " + worst->measured;
+               std::to_string(missed) + " missed" +
+               (missed == 0 ? std::string() : " (" + missed_names + ")") + "; " +
+               (rss ? "highest " : "lowest ") + worst_workload + ": " + worst->measured;
   return c;
 }
 

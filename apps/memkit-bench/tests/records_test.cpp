@@ -314,7 +314,7 @@ TEST(Records, EachTargetIsMetOnlyWhenEveryWorkloadIsAndQuotesTheWorstAgainstTheB
   ASSERT_EQ(missed.size(), 1U);
   EXPECT_EQ(missed[0].verdict, "missed");
   EXPECT_NEAR(missed[0].ratio, 0.9, 0.01);
-  EXPECT_NE(missed[0].measured.find("1 of 2 workloads met, 1 missed"), std::string::npos)
+  EXPECT_NE(missed[0].measured.find("1 of 2 workloads met, 1 missed (a-1);"), std::string::npos)
       << missed[0].measured;
   EXPECT_NE(missed[0].measured.find("a-1 against jemalloc"), std::string::npos)
       << missed[0].measured;
@@ -333,6 +333,8 @@ TEST(Records, EachTargetIsMetOnlyWhenEveryWorkloadIsAndQuotesTheWorstAgainstTheB
   ASSERT_EQ(heavy.size(), 1U);
   EXPECT_FALSE(heavy[0].met);
   EXPECT_NEAR(heavy[0].ratio, 1.3, 0.01);
+  EXPECT_NE(heavy[0].measured.find("0 of 1 workloads met, 1 missed (a-1);"), std::string::npos)
+      << heavy[0].measured;
   rss_rows[0].peak_rss_kib = 120;
   EXPECT_TRUE(check_targets({rss}, rss_rows)[0].met);
 }
