@@ -76,6 +76,35 @@ TEST(ThreadCached, UsableSizeIsTheClassSizeForSmallBlocks) {
   }
 }
 
+TEST(ThreadCached, CarvingTouchesOnePageAtATimeBeginningWithTheHeadersPage) {
+  namespace thread = memkit::detail::thread;
+  using memkit::page_size;
+  using memkit::detail::address;
+  constexpr std::size_t s = 64; // a class size: its blocks are 64 bytes apart
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  std::vector<void*> held{r.allocate(s)};
+  const thread::chunk* c = thread::chunk_of(held[0]);
+  const std::uintptr_t base = address(thread::base_of(c));
+  const auto carved_to = [&] { return address(c->fresh.next()) - base; };
+  // Carving links the blocks it carves, writing their first words: only those that begin in the
+  // header's page, so one block touches one page.
+  EXPECT_GE(carved_to(), page_size);
+  EXPECT_LT(carved_to(), page_size + s) << "blocks beginning in the next page carved already";
+  const std::size_t in_first_page = (base + page_size - address(c->blocks) + s - 1) / s;
+  for (std::size_t i = 1; i < in_first_page; ++i) {
+    held.push_back(r.allocate(s));
+  }
+  EXPECT_LT(carved_to(), page_size + s) << "carved again while carved blocks were free";
+  held.push_back(r.allocate(s));
+  EXPECT_EQ(thread::chunk_of(held.back()), c);
+  EXPECT_GE(carved_to(), 2 * page_size);
+  EXPECT_LT(carved_to(), 2 * page_size + s) << "the next page, and no more";
+  for (void* p : held) {
+    r.deallocate(p, s);
+  }
+}
+
 TEST(ThreadCached, FreeWithoutASizeFindsTheBlockFromItsAddress) {
   locked_spy spy;
   {

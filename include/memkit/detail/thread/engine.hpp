@@ -444,13 +444,16 @@ private:
     return !c->free.empty() ? take(c) : carve_and_take(c);
   }
 
-  // Carves up to a page's worth of blocks (at least one) onto the free list and takes the first:
-  // memory is touched a page at a time, as mimalloc extends a page's free list
-  // (mi_page_extend_free).
+  // Carves the blocks that begin in the page the carver has reached (at least one) onto the free
+  // list and takes the first: memory is touched a page at a time, as mimalloc extends a page's
+  // free list (mi_page_extend_free), and a class with a few live blocks keeps to the page its
+  // chunk's header is in. Linking the blocks writes each one's first word, so a page's worth
+  // carved from the middle of a page would touch the next page too.
   static void* carve_and_take(chunk* c) noexcept {
     const std::size_t s = c->block_size;
+    const std::size_t to_page_end = page_size - address(c->fresh.next()) % page_size;
     std::size_t n = 0;
-    char* const first = c->fresh.take_batch(s, page_size / s, n);
+    char* const first = c->fresh.take_batch(s, (to_page_end + s - 1) / s, n);
     c->free.push_run(first + s, n - 1, s);
     ++c->used;
     return first;
