@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -218,6 +219,9 @@ bool parse(const std::string& bytes, measurement& m) {
 } // namespace
 
 zygote::zygote(const std::vector<const bench_case*>& cases) {
+  // A request to a zygote that died fails with EPIPE, reported by measure, instead of killing
+  // this process.
+  std::signal(SIGPIPE, SIG_IGN);
   int to_zygote[2];
   int from_zygote[2];
   if (pipe(to_zygote) != 0) {

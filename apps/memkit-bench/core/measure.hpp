@@ -89,7 +89,8 @@ measurement measure(const hint& h, std::size_t iterations, const Iteration& iter
 class zygote {
 public:
   /// \effects forks the zygote, which measures `cases[i]` on request; `cases` must outlive it.
-  /// \throws std::system_error if the zygote cannot be made.
+  /// This process ignores SIGPIPE from then on. \throws std::system_error if the zygote cannot be
+  /// made.
   explicit zygote(const std::vector<const bench_case*>& cases);
   /// \effects ends the zygote and waits for it.
   ~zygote();

@@ -2,7 +2,8 @@
 // apps/memkit-bench/tests/measure_test.cpp: measurements in children of the zygote
 // (core/measure.hpp): each child starts from the state the zygote was forked in, not from what the
 // measuring process did since; a large measurement comes back whole; a child that crashes or
-// fails is reported as such and the next one is measured as usual.
+// fails is reported as such and the next one is measured as usual; a zygote that died, on every
+// later measurement.
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <signal.h>
+#include <unistd.h>
 
 #include "core/measure.hpp"
 #include "core/registry.hpp"
@@ -88,6 +92,21 @@ TEST(Zygote, AChildThatCrashesOrThrowsIsReportedAndTheNextIsMeasured) {
   error.clear();
   EXPECT_EQ(children.measure(2, 1, error).hash, 7u);
   EXPECT_EQ(error, "");
+}
+
+TEST(Zygote, AZygoteThatDiedIsReportedOnEveryLaterMeasurement) {
+  const bench_case kills_the_zygote = make_case([](std::size_t, bool) -> measurement {
+    kill(getppid(), SIGKILL);
+    return measurement{};
+  });
+  const std::vector<const bench_case*> cases{&kills_the_zygote};
+  zygote children(cases);
+  std::string error;
+  children.measure(0, 1, error);
+  EXPECT_EQ(error, "the zygote is gone");
+  error.clear();
+  children.measure(0, 1, error); // a write to the dead zygote's pipe: no SIGPIPE
+  EXPECT_EQ(error, "the zygote is gone");
 }
 
 } // namespace
