@@ -211,8 +211,10 @@ bool parse(const std::string& bytes, measurement& m) {
   m.peak_rss_kib = h.peak_rss_kib;
   m.note.assign(bytes.data() + sizeof h, h.note_size);
   m.samples_us.resize(h.samples);
-  std::memcpy(m.samples_us.data(), bytes.data() + sizeof h + h.note_size,
-              h.samples * sizeof(double));
+  if (h.samples != 0) { // no samples: data() may be null, which memcpy must not get
+    std::memcpy(m.samples_us.data(), bytes.data() + sizeof h + h.note_size,
+                h.samples * sizeof(double));
+  }
   return true;
 }
 
