@@ -99,8 +99,11 @@ rows = []
 for name, strategy, iterations in programs:
     doc = json.load(open(f"{out}/{name}.json"))
     a = doc["advice"]
-    hot = max(a["sites"], key=lambda s: s["site"]["ops"])
+    # The hot site's advice, or its group's: the program's form applies the strategy to every
+    # site its one allocation in the source shows as.
+    hot = max((s for s in a["sites"] if not s["group"]), key=lambda s: s["site"]["ops"])
     site = hot["site"]
+    hot = next((s for s in a["sites"] if site["site"] in s["group"]), hot)
     second = {r["variant"]: r["p50_us"] for r in doc["results"] if "candidates on" in r["workload"]}
     saved_replay = (second[a["baseline_variant"]] - second[hot["variant"]]) / 1000 if hot["variant"] in second else float("nan")
     saved_live = med(name, "malloc", 0) - med(name, strategy, 0)

@@ -78,6 +78,28 @@ ratio_interval speedup_interval(const std::vector<double>& baseline,
   return r;
 }
 
+ratio_interval paired_interval(const std::vector<double>& ratios, std::uint64_t seed,
+                               std::size_t resamples) {
+  ratio_interval r;
+  r.processes = ratios.size();
+  r.ratio = median(ratios);
+  if (r.processes < 2 || resamples == 0 || r.ratio <= 0) {
+    return r;
+  }
+  rng g(seed);
+  std::vector<double> star(ratios.size());
+  std::vector<double> medians(resamples);
+  for (double& m : medians) {
+    resample(ratios, g, star);
+    m = median(star);
+  }
+  std::sort(medians.begin(), medians.end());
+  const double tail = (1 - interval_level) / 2;
+  r.lo = quantile(medians, tail);
+  r.hi = quantile(medians, 1 - tail);
+  return r;
+}
+
 ratio_interval geomean_interval(const std::vector<ratio_sides>& workloads, std::uint64_t seed,
                                 std::size_t resamples) {
   ratio_interval r;

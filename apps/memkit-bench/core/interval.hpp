@@ -42,6 +42,14 @@ ratio_interval speedup_interval(const std::vector<double>& baseline,
                                 std::uint64_t seed = bootstrap_seed,
                                 std::size_t resamples = bootstrap_resamples);
 
+/// \returns the median of `ratios`, one per process, each the ratio of two variants measured in
+/// that one process (a paired design: both sides share the process's layout draw and its moment
+/// on the machine), and its `interval_level` percentile-bootstrap interval over the processes.
+/// `processes` is the count of ratios; no interval below 2. Deterministic for a given `seed`.
+ratio_interval paired_interval(const std::vector<double>& ratios,
+                               std::uint64_t seed = bootstrap_seed,
+                               std::size_t resamples = bootstrap_resamples);
+
 /// One workload's two sides for geomean_interval: each variant's per-process medians.
 struct ratio_sides {
   const std::vector<double>* baseline;

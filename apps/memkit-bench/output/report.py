@@ -174,11 +174,17 @@ def time_and_rss_chart(workload, rows, path):
     plt.close(fig)
 
 
+def site_label(a):
+    """An advice's site, or the sites of a group routed together."""
+    group = a.get("group") or []
+    return "sites " + ",".join(map(str, group)) if group else f"site {a['site']['site']}"
+
+
 def gains_chart(advice, path):
     """Each candidate's gain over the best general-purpose allocator, with its 95 % interval,
     against the thresholds that keep it: the advice as a picture."""
     sites = advice["sites"]
-    labels = [f"site {a['site']['site']}: {a['site']['candidate']}" for a in sites]
+    labels = [f"{site_label(a)}: {a['site']['candidate']}" for a in sites]
     fig, axes = plt.subplots(1, 2, sharey=True, figsize=(10, 0.42 * len(sites) + 1.8))
     for ax, key, threshold, what in ((axes[0], "time_gain", advice["time_threshold"], "time"),
                                      (axes[1], "rss_gain", advice["rss_threshold"],
@@ -290,10 +296,11 @@ def advice_section(advice, out):
     profiles = []
     for a in advice["sites"]:
         site = a["site"]
-        file = f"site-{site['site']}.png"
-        site_chart(site, os.path.join(out, file))
-        profiles.append(f"<img src='{file}' alt='sizes and lifetimes of site {site['site']}'>")
-        rows.append(f"<tr><td>{site['site']}</td><td>{html.escape(site['candidate'])}</td>"
+        if not a.get("group"):  # a group's sites each have their own entry
+            file = f"site-{site['site']}.png"
+            site_chart(site, os.path.join(out, file))
+            profiles.append(f"<img src='{file}' alt='sizes and lifetimes of site {site['site']}'>")
+        rows.append(f"<tr><td>{html.escape(site_label(a))}</td><td>{html.escape(site['candidate'])}</td>"
                     f"<td>{a['time_gain']:.2f}x</td><td>{a['rss_gain']:.2f}x</td>"
                     f"<td>{'<b>' if a['use'] else ''}{html.escape(a['verdict'])}"
                     f"{'</b>' if a['use'] else ''}</td><td>{html.escape(a['why'])}</td></tr>")

@@ -69,6 +69,12 @@ void print_sites(std::ostream& out, const std::vector<site_profile>& sites) {
   }
 }
 
+/// \returns the advice's site, or its group's as "FIRST+N" (N sites more).
+std::string site_text(const advice& a) {
+  return a.group.empty() ? std::to_string(a.site.site)
+                         : std::to_string(a.site.site) + "+" + std::to_string(a.group.size() - 1);
+}
+
 void print_advice(std::ostream& out, const std::vector<advice>& all, double time_threshold,
                   double rss_threshold) {
   out << "\nadvice (gain: the best general-purpose allocator's replay / the candidate's, "
@@ -80,7 +86,7 @@ void print_advice(std::ostream& out, const std::vector<advice>& all, double time
       << std::setw(24) << "peak RSS gain" << std::setw(22) << "advice"
       << "why\n";
   for (const auto& a : all) {
-    out << std::right << std::setw(8) << a.site.site << "  " << std::left << std::setw(14)
+    out << std::right << std::setw(8) << site_text(a) << "  " << std::left << std::setw(14)
         << (a.site.candidate == strategy::malloc ? "-" : to_string(a.site.candidate))
         << std::setw(24) << gain_text(a.time) << std::setw(24) << gain_text(a.rss) << std::setw(22)
         << a.verdict << a.why << "\n";
@@ -122,13 +128,20 @@ void decide(advice& a, double time_threshold, double rss_threshold) {
     a.why = a.processes < 2 ? "no interval: the bootstrap needs --processes 2 or more"
                             : "no interval: " + std::to_string(a.time.processes) + " of " +
                                   std::to_string(a.processes) +
-                                  " replays succeeded on the side with fewer (a failed replay "
-                                  "says why above); the bootstrap needs 2 or more";
+                                  " processes replayed both sides (a failed replay says why "
+                                  "above); the bootstrap needs 2 or more";
   } else if (clears(a.rss, rss_threshold)) {
     a.why = "peak RSS saved " + std::to_string(std::llround(a.rss_saved_kib)) +
             " KiB, under the 1 MiB that counts";
   } else {
     a.why = "gain not above the thresholds";
+  }
+  if (!a.group.empty()) {
+    std::string ids;
+    for (const std::uint32_t site : a.group) {
+      ids += (ids.empty() ? "" : ",") + std::to_string(site);
+    }
+    a.why += "; sites " + ids + " routed together";
   }
 }
 
@@ -189,17 +202,37 @@ int run_advise(const advise_command_options& o) {
   const std::string baseline = routed.empty() ? best->name : best->name + "+routed";
   std::vector<variant_spec> round{{baseline, best->allocator, best->library, to_string(routed)}};
   std::vector<advice> all;
-  for (const auto& s : sites) {
-    advice a;
-    a.site = s;
+  const auto add = [&](advice a, const policy_map& own) {
     a.baseline = best->name;
-    if (s.candidate != strategy::malloc) {
+    if (!own.empty()) {
       policy_map routes = routed;
-      routes[s.site] = s.candidate;
-      a.variant = best->name + "+" + to_string(policy_map{{s.site, s.candidate}});
+      for (const auto& [site, s] : own) {
+        routes[site] = s;
+      }
+      a.variant = best->name + "+" + to_string(own);
       round.push_back({a.variant, best->allocator, best->library, to_string(routes)});
     }
     all.push_back(a);
+  };
+  for (const auto& s : sites) {
+    advice a;
+    a.site = s;
+    add(a, s.candidate == strategy::malloc ? policy_map{} : policy_map{{s.site, s.candidate}});
+  }
+  for (const auto& s : sites) {
+    advice g;
+    g.site = s;
+    policy_map own;
+    for (const auto& other : sites) {
+      if (s.candidate != strategy::malloc && other.candidate == s.candidate) {
+        own[other.site] = other.candidate;
+        g.group.push_back(other.site);
+      }
+    }
+    // Each group once, from its first site.
+    if (g.group.size() > 1 && g.group.front() == s.site) {
+      add(g, own);
+    }
   }
   const auto second = round.size() > 1 ? replay_in_processes(o.c, *trace, round, ok)
                                        : std::map<std::string, std::vector<replay_result>>{};
@@ -209,23 +242,44 @@ int run_advise(const advise_command_options& o) {
                             it->second, stats));
     }
   }
+  // The time gains: the baseline and every candidate replayed in turn within each process, so a
+  // gain is measured within one layout draw and one moment of the machine (paired_replays).
+  std::vector<std::string> policies;
+  for (const auto& v : round) {
+    policies.push_back(v.routes);
+  }
+  const auto paired = round.size() > 1
+                          ? paired_replays(o.c, *trace, round.front(), policies, o.rounds, ok)
+                          : std::vector<std::vector<double>>{};
   const auto base = second.find(baseline);
   for (auto& a : all) {
     const auto it = a.variant.empty() ? second.end() : second.find(a.variant);
     a.processes = o.c.processes;
     if (it != second.end() && base != second.end() && !it->second.empty()) {
-      a.time = speedup_interval(of(base->second, false), of(it->second, false));
+      a.time_between = speedup_interval(of(base->second, false), of(it->second, false));
       a.rss = speedup_interval(of(base->second, true), of(it->second, true));
       a.rss_saved_kib = median(of(base->second, true)) - median(of(it->second, true));
     }
-    a.time.processes = std::min(it == second.end() ? 0 : it->second.size(),
-                                base == second.end() ? 0 : base->second.size());
+    const auto in_round = std::find_if(round.begin(), round.end(),
+                                       [&a](const variant_spec& v) { return v.name == a.variant; });
+    if (!a.variant.empty() && in_round != round.end()) {
+      const auto& candidate = paired[static_cast<std::size_t>(in_round - round.begin())];
+      std::vector<double> ratios;
+      for (std::size_t p = 0; p < candidate.size(); ++p) {
+        if (candidate[p] > 0) {
+          ratios.push_back(paired.front()[p] / candidate[p]);
+        }
+      }
+      a.time = paired_interval(ratios);
+    }
     decide(a, o.time_threshold, o.rss_threshold);
   }
-  const run_info info = check_rows(
-      rows, o.c,
-      {{"top", o.top}, {"time_threshold", o.time_threshold}, {"rss_threshold", o.rss_threshold}},
-      ok);
+  const run_info info = check_rows(rows, o.c,
+                                   {{"top", o.top},
+                                    {"time_threshold", o.time_threshold},
+                                    {"rss_threshold", o.rss_threshold},
+                                    {"rounds", o.rounds}},
+                                   ok);
   std::cout << "\n";
   print_tables(std::cout, rows, info);
   print_advice(std::cout, all, o.time_threshold, o.rss_threshold);
@@ -233,11 +287,15 @@ int run_advise(const advise_command_options& o) {
   nlohmann::json advice_json = nlohmann::json::array();
   for (const auto& a : all) {
     advice_json.push_back({{"site", a.site},
+                           {"group", a.group},
                            {"baseline", a.baseline},
                            {"variant", a.variant},
                            {"time_gain", a.time.ratio},
                            {"time_gain_lo", a.time.lo},
                            {"time_gain_hi", a.time.hi},
+                           {"time_gain_between_processes", a.time_between.ratio},
+                           {"time_gain_between_processes_lo", a.time_between.lo},
+                           {"time_gain_between_processes_hi", a.time_between.hi},
                            {"rss_gain", a.rss.ratio},
                            {"rss_gain_lo", a.rss.lo},
                            {"rss_gain_hi", a.rss.hi},

@@ -56,6 +56,43 @@ replay_options options_of(const common_options& c) {
   return o;
 }
 
+/// The paired child: every policy of --child-paired replayed in turn, one round to warm the
+/// allocator up and then --child-rounds rounds, each starting one policy further on so that no
+/// policy always follows the same one. Writes each policy's replay times of the measured rounds.
+int run_paired_child(const replay_command_options& o, const program& p) {
+  std::vector<std::string> policies;
+  for (std::size_t at = 0;;) {
+    const std::size_t end = o.child_paired.find(';', at);
+    policies.push_back(o.child_paired.substr(at, end - at));
+    if (end == std::string::npos) {
+      break;
+    }
+    at = end + 1;
+  }
+  std::vector<std::vector<double>> seconds(policies.size());
+  std::uint64_t content_errors = 0;
+  for (unsigned round = 0; round <= o.child_rounds; ++round) {
+    for (std::size_t k = 0; k < policies.size(); ++k) {
+      const std::size_t i = (k + round) % policies.size();
+      router routes(p, parse_policy(policies[i]));
+      const replay_result r = replay_routed(p, routes, options_of(o.c));
+      content_errors += r.content_errors;
+      if (round != 0) {
+        seconds[i].push_back(r.seconds);
+      }
+    }
+  }
+  nlohmann::json doc;
+  doc["paired_seconds"] = seconds;
+  std::ofstream(o.c.json_file) << doc.dump(1) << "\n";
+  if (content_errors != 0) {
+    std::cerr << "memkit-bench: ERROR: " << content_errors
+              << " blocks had wrong contents when freed\n";
+    return 1;
+  }
+  return 0;
+}
+
 /// The child: one replay under the allocator it was started with.
 int run_child(const replay_command_options& o) {
   if (is_replacement(o.as_child)) {
@@ -70,6 +107,9 @@ int run_child(const replay_command_options& o) {
   // count instructions under callgrind), the child compiles the trace itself.
   const program p =
       o.program_file.empty() ? compile(load_events(o.c.trace)) : load_program(o.program_file);
+  if (!o.child_paired.empty()) {
+    return run_paired_child(o, p);
+  }
   replay_result r;
   if (o.as_child == "null") {
     r = replay_null(p, options_of(o.c));
@@ -175,6 +215,8 @@ void add_replay_commands(CLI::App& app, replay_commands& c) {
   c.replay->add_option("--as-child", c.r.as_child, "internal")->group("");
   c.replay->add_option("--child-routes", c.r.child_routes, "internal")->group("");
   c.replay->add_option("--program", c.r.program_file, "internal")->group("");
+  c.replay->add_option("--child-paired", c.r.child_paired, "internal")->group("");
+  c.replay->add_option("--child-rounds", c.r.child_rounds, "internal")->group("");
 
   c.advise = app.add_subcommand(
       "advise", "per call site of a trace: sizes, lifetimes, LIFO, bulk-death and cross-thread "
@@ -192,6 +234,11 @@ void add_replay_commands(CLI::App& app, replay_commands& c) {
       ->add_option("--rss-threshold", c.a.rss_threshold,
                    "least peak-RSS gain a candidate must show, its interval above 1 (0.10)")
       ->check(CLI::Range(0.0, 10.0));
+  c.advise
+      ->add_option("--rounds", c.a.rounds,
+                   "replays of each candidate and of the allocator it must beat in each of "
+                   "--processes processes, in turn, for the time gain (3)")
+      ->check(CLI::Range(1u, 100u));
 }
 
 int run_replay_commands(const replay_commands& c) {

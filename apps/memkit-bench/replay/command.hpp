@@ -31,7 +31,11 @@ struct replay_command_options {
   std::vector<std::string> policies; ///< each "SITE=STRATEGY,...": one more variant over std
   std::string as_child;              ///< internal: replay once under this allocator
   std::string child_routes;          ///< internal: the child's policy
-  std::string program_file;          ///< internal: the compiled trace (program_file.hpp)
+  /// internal: policies the child replays in turn, `;` between them (paired_replays,
+  /// processes.hpp); --child-rounds rounds of each, after one round to warm up
+  std::string child_paired;
+  unsigned child_rounds = 3;
+  std::string program_file; ///< internal: the compiled trace (program_file.hpp)
 };
 
 struct advise_command_options {
@@ -39,6 +43,7 @@ struct advise_command_options {
   std::size_t top = 5;          ///< sites by operations, and as many by peak bytes
   double time_threshold = 0.05; ///< a candidate must be this much faster...
   double rss_threshold = 0.10;  ///< ...or need this much less peak RSS, interval and all
+  unsigned rounds = 3;          ///< replays of each candidate per paired process (advise.cpp)
 };
 
 /// The two subcommands and what they parse into.

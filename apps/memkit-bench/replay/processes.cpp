@@ -104,47 +104,102 @@ compiled_trace::~compiled_trace() {
   std::filesystem::remove(path_, ignored);
 }
 
+namespace {
+
+/// Runs process `p` (of o.processes) of a replay child under `v`'s allocator with `extra`
+/// arguments, at a random layout draw. \returns the JSON document it wrote, or null after saying
+/// why on stderr and setting `ok` false.
+nlohmann::json run_child_process(const common_options& o, const compiled_trace& trace,
+                                 const variant_spec& v, unsigned p,
+                                 const std::vector<std::string>& extra, bool& ok) {
+  static std::random_device layout_seed;
+  std::uniform_int_distribution<std::size_t> padding(0, max_padding);
+  const std::string file = (std::filesystem::temp_directory_path() /
+                            ("memkit-bench-replay-" + std::to_string(getpid()) + "-" +
+                             std::to_string(p) + "-" + v.allocator + ".json"))
+                               .string();
+  std::vector<std::string> args{"replay",    o.trace,     "--as-child",
+                                v.allocator, "--program", trace.path()};
+  args.insert(args.end(), {"--touch", o.touch, "--sample-every", std::to_string(o.sample_every),
+                           "--json", file});
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::cerr << "memkit-bench: process " << p + 1 << "/" << o.processes << ": " << v.name
+            << (v.library.empty() ? "" : " (LD_PRELOAD=" + v.library + ")") << "\n";
+  const int status = run_self(args, v.library, padding(layout_seed));
+  std::ifstream in(file);
+  if (status != 0 || !in) {
+    std::cerr << "memkit-bench: ERROR: process " << p + 1 << " of " << v.name << " failed (status "
+              << status << ")\n";
+    ok = false;
+  }
+  nlohmann::json doc;
+  if (in) {
+    try {
+      doc = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      std::cerr << "memkit-bench: ERROR: the figures of process " << p + 1 << " of " << v.name
+                << ": " << e.what() << "\n";
+      ok = false;
+    }
+  }
+  std::filesystem::remove(file);
+  return doc;
+}
+
+} // namespace
+
 std::map<std::string, std::vector<replay_result>>
 replay_in_processes(const common_options& o, const compiled_trace& trace,
                     const std::vector<variant_spec>& variants, bool& ok) {
   std::map<std::string, std::vector<replay_result>> runs;
-  std::random_device layout_seed;
-  std::uniform_int_distribution<std::size_t> padding(0, max_padding);
   for (unsigned p = 0; p < o.processes; ++p) {
     for (const auto& v : variants) {
-      const std::string file = (std::filesystem::temp_directory_path() /
-                                ("memkit-bench-replay-" + std::to_string(getpid()) + "-" +
-                                 std::to_string(p) + "-" + v.allocator + ".json"))
-                                   .string();
-      std::vector<std::string> args{"replay",    o.trace,     "--as-child",
-                                    v.allocator, "--program", trace.path()};
-      args.insert(args.end(), {"--touch", o.touch, "--sample-every", std::to_string(o.sample_every),
-                               "--json", file});
+      std::vector<std::string> extra;
       if (!v.routes.empty()) {
-        args.insert(args.end(), {"--child-routes", v.routes});
+        extra = {"--child-routes", v.routes};
       }
-      std::cerr << "memkit-bench: process " << p + 1 << "/" << o.processes << ": " << v.name
-                << (v.library.empty() ? "" : " (LD_PRELOAD=" + v.library + ")") << "\n";
-      const int status = run_self(args, v.library, padding(layout_seed));
-      std::ifstream in(file);
-      if (status != 0 || !in) {
-        std::cerr << "memkit-bench: ERROR: process " << p + 1 << " of " << v.name
-                  << " failed (status " << status << ")\n";
-        ok = false;
-      }
-      if (in) {
+      const nlohmann::json doc = run_child_process(o, trace, v, p, extra, ok);
+      if (doc.contains("result")) {
         try {
-          runs[v.name].push_back(nlohmann::json::parse(in).at("result").get<replay_result>());
+          runs[v.name].push_back(doc.at("result").get<replay_result>());
         } catch (const std::exception& e) {
           std::cerr << "memkit-bench: ERROR: the figures of process " << p + 1 << " of " << v.name
                     << ": " << e.what() << "\n";
           ok = false;
         }
       }
-      std::filesystem::remove(file);
     }
   }
   return runs;
+}
+
+std::vector<std::vector<double>>
+paired_replays(const common_options& o, const compiled_trace& trace, const variant_spec& allocator,
+               const std::vector<std::string>& policies, unsigned rounds, bool& ok) {
+  std::string joined;
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    joined += (i == 0 ? "" : ";") + policies[i];
+  }
+  std::vector<std::vector<double>> medians(policies.size());
+  for (unsigned p = 0; p < o.processes; ++p) {
+    const nlohmann::json doc =
+        run_child_process(o, trace, allocator, p,
+                          {"--child-paired", joined, "--child-rounds", std::to_string(rounds)}, ok);
+    if (!doc.contains("paired_seconds")) {
+      continue;
+    }
+    const auto seconds = doc.at("paired_seconds").get<std::vector<std::vector<double>>>();
+    if (seconds.size() != policies.size()) {
+      std::cerr << "memkit-bench: ERROR: process " << p + 1 << " of " << allocator.name
+                << " replayed " << seconds.size() << " policies of " << policies.size() << "\n";
+      ok = false;
+      continue;
+    }
+    for (std::size_t i = 0; i < policies.size(); ++i) {
+      medians[i].push_back(median(seconds[i]));
+    }
+  }
+  return medians;
 }
 
 run_info check_rows(std::vector<result>& rows, const common_options& c, nlohmann::json options,

@@ -603,10 +603,16 @@ TEST(Advice, KeepsACandidateOnlyWhenItsGainClearsAThresholdAndItsIntervalOne) {
   decide(a, 0.05, 0.10);
   EXPECT_FALSE(a.use);
   EXPECT_EQ(a.why, "no interval: the bootstrap needs --processes 2 or more");
-  a.processes = 2; // two asked, one candidate replay failed: the why says so
+  a.processes = 2; // two asked, one paired process failed: the why says so
   decide(a, 0.05, 0.10);
   EXPECT_FALSE(a.use);
-  EXPECT_NE(a.why.find("1 of 2 replays succeeded"), std::string::npos) << a.why;
+  EXPECT_NE(a.why.find("1 of 2 processes replayed both sides"), std::string::npos) << a.why;
+  a.time = {1.20, 1.10, 1.30, 5}; // a group's verdict names its sites
+  a.group = {4, 9, 2};
+  decide(a, 0.05, 0.10);
+  EXPECT_EQ(a.verdict, "use arena");
+  EXPECT_EQ(a.why, "faster; sites 4,9,2 routed together");
+  a.group.clear();
   a.site.candidate = strategy::malloc;
   a.site.reason = "long-lived: nothing to gain";
   decide(a, 0.05, 0.10);
