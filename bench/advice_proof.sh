@@ -89,7 +89,10 @@ def gain(r, lo, hi):
     return f"{r:.2f}x [{lo:.2f}, {hi:.2f}]" if lo and hi else f"{r:.2f}x"
 
 print(f"Advice: `memkit-bench advise TRACE --processes {processes}` on a recording of the malloc form; "
-      f"live: medians of {runs} runs of each form under the best general-purpose allocator the "
+      "the advice is the hot site's, or its group's where the advisor routed it with other sites "
+      "of the same candidate (the program's strategy form serves them all); the predicted time gain "
+      "is the advisor's paired one (both sides replayed in each process). "
+      f"Live: medians of {runs} runs of each form under the best general-purpose allocator the "
       "advisor named. Gains are the malloc form's / the strategy's: time, and peak RSS above a "
       "one-iteration run of the same form (none where either is below 1 MiB). Saved: the best allocator's median time less the "
       "candidate's, in the advisor's second round of replays and live.\n")
