@@ -14,8 +14,10 @@
 # child) the largest trace file, the child doing the work, is the one replayed.
 #
 # Prints Markdown on stdout: per program the allocators in order by live and by replayed time,
-# Kendall's tau between the two orders, the replayed / live heap ratios; then each allocator's
-# figures. Progress goes to stderr. It builds nothing.
+# Kendall's tau between the two orders, the pairs of allocators the live runs order surely (a
+# bootstrap interval of the ratio of their medians that excludes 1) with how many of them the
+# replay orders alike and tau over them alone, the replayed / live heap ratios; then each
+# allocator's figures. Progress goes to stderr. It builds nothing.
 #
 # Usage: bench/fidelity.sh BUILD_DIR [MEMKIT_BENCH]
 #   BUILD_DIR: a Release build with memkit-preload (src/libmemkit-preload.so) built.
@@ -108,6 +110,16 @@ for line in open(f"{out}/live"):
 def med(rows, i):
     return statistics.median(r[i] for r in rows)
 
+import random
+
+def separable(a, b):
+    """Whether the samples a and b (times) differ surely: the 95 % percentile-bootstrap interval
+    of median(a) / median(b) (2000 resamples, fixed seed) excludes 1."""
+    g = random.Random(2013)
+    ratios = sorted(statistics.median(g.choices(a, k=len(a))) / statistics.median(g.choices(b, k=len(b)))
+                    for _ in range(2000))
+    return ratios[49] > 1 or ratios[1949] < 1
+
 def tau(x, y):
     """Kendall's tau-b of two score lists over the same items."""
     conc = disc = tx = ty = 0
@@ -138,6 +150,15 @@ for p in programs:
     whole = [med(live[(p, a, "live")], 0) for a in names]
     lt = [w - med(live[(p, a, "trivial")], 0) for w, a in zip(whole, names)]
     rt = [rows[a]["p50_us"] / 1000 for a in names]
+    # Per live run its time less the trivial runs' median; per replay process its time.
+    lt_runs = [[r[0] - med(live[(p, a, "trivial")], 0) for r in live[(p, a, "live")]] for a in names]
+    rt_runs = [[t / 1000 for t in rows[a]["process_p50_us"]] for a in names]
+    # The pairs the live runs order surely, and how many of them the replay orders alike.
+    live_sure = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))
+                 if separable(lt_runs[i], lt_runs[j])]
+    alike = sum(1 for i, j in live_sure if (lt[i] - lt[j]) * (rt[i] - rt[j]) > 0)
+    alike_sure = sum(1 for i, j in live_sure
+                     if (lt[i] - lt[j]) * (rt[i] - rt[j]) > 0 and separable(rt_runs[i], rt_runs[j]))
     heap = [med(live[(p, a, "live")], 1) - med(live[(p, a, "trivial")], 1) for a in names]
     rrss = [rows[a]["peak_rss_kib"] for a in names]
     ratios = [r / h if h > 0 else float("inf") for r, h in zip(rrss, heap)]
@@ -150,7 +171,7 @@ for p in programs:
                 disc.append(f"{names[i]}/{names[j]} {abs(lt[i] - lt[j]) / min(lt[i], lt[j]) * 100:.1f} %")
     within = sum(1 for q in ratios if abs(q - 1) <= 0.10)
     summary.append(f"| {p} | {open(f'{out}/{p}.summary').read().strip().split(',')[0]} | {order(lt)} | {order(rt)} | "
-                   f"{tau(lt, rt):.2f} | {tau(whole, rt):.2f} | {', '.join(disc) or '-'} | {min(ratios):.2f}..{max(ratios):.2f} | {within} of {len(names)} |")
+                   f"{tau(lt, rt):.2f} | {len(live_sure)} of {len(names) * (len(names) - 1) // 2}: {alike} alike ({alike_sure} surely), tau {(2 * alike - len(live_sure)) / max(len(live_sure), 1):.2f} | {tau(whole, rt):.2f} | {', '.join(disc) or '-'} | {min(ratios):.2f}..{max(ratios):.2f} | {within} of {len(names)} |")
     detail.append(f"\n### {p}\n\n| allocator | whole run ms | live ms | replay ms | live - std ms | replay - std ms | live heap KiB | replay peak KiB | replay / live heap |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     s = names.index("std") if "std" in names else 0
     for i, a in enumerate(names):
@@ -158,10 +179,14 @@ for p in programs:
 
 print(f"Live: median of {runs} runs per allocator, wall time and peak RSS, each less a trivial run's of the same binary under the same allocator (whole run: the time not less it); replay: "
       f"`memkit-bench replay --processes {processes}` (median time, peak RSS above the replay's start). "
-      "tau: Kendall's tau-b between the two orders by time (whole run: with the live whole runs' order); discordant: the pairs the replay orders "
+      "tau: Kendall's tau-b between the two orders by time (whole run: with the live whole runs' order). Pairs the live runs order surely: "
+      "those whose 95 % bootstrap interval of the ratio of the live medians excludes 1, and of them how many the replay orders alike "
+      "(surely: its processes' interval excludes 1 too), and Kendall's tau over those pairs alone, (alike - unlike) / pairs, "
+      "which counts a pair the live runs cannot order as neither agreeing nor disagreeing (Goodman and Kruskal's gamma). "
+      "Discordant: the pairs the replay orders "
       "unlike the live runs, with their live gap. Per program: each allocator's time less std's, live and replayed.\n")
-print("| program | trace | live order (fastest first) | replay order | tau | tau, whole run | discordant pairs (live gap) | replay / live heap | within 10 % |")
-print("|---|---|---|---|---:|---:|---|---|---|")
+print("| program | trace | live order (fastest first) | replay order | tau | pairs the live runs order surely: the replay alike, tau over them | tau, whole run | discordant pairs (live gap) | replay / live heap | within 10 % |")
+print("|---|---|---|---|---:|---|---:|---|---|---|")
 print("\n".join(summary))
 print("\n".join(detail))
 EOF

@@ -70,12 +70,12 @@ replay_in_processes(const common_options& o, const compiled_trace& trace,
 
 /// Runs `o.processes` processes under `allocator`'s library, each replaying every policy of
 /// `policies` ("" for none) in turn: one round to warm the allocator up, then `rounds` rounds,
-/// each starting one policy further on. Two policies measured in one process share its layout
-/// draw and its moment on the machine, which make separate processes' times differ by up to 1.5x
-/// here, so the ratio of their times within a process is the paired measure of their difference
-/// (core/interval.hpp, paired_interval). \returns per policy, per process that succeeded, the
-/// median of its replay times in seconds. Sets `ok` false if a process failed. \requires two
-/// policies or more.
+/// each starting one policy further on, timing whole replays only (no --sample-every). Two policies
+/// measured in one process share its layout draw and its moment on the machine, which make separate
+/// processes' times differ by up to 1.5x here, so the ratio of their times within a process is the
+/// paired measure of their difference (core/interval.hpp, paired_interval). \returns per policy,
+/// per process that succeeded, the median of its replay times in seconds. Sets `ok` false if a
+/// process failed. \requires two policies or more.
 std::vector<std::vector<double>>
 paired_replays(const common_options& o, const compiled_trace& trace, const variant_spec& allocator,
                const std::vector<std::string>& policies, unsigned rounds, bool& ok);
