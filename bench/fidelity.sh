@@ -11,7 +11,8 @@
 # the median peak RSS (`/usr/bin/time -f %M`) minus that of a trivial run of the same binary under
 # the same allocator (its code, libraries and start-up), since the replay's peak RSS is counted
 # above the replaying process's own start. Where a program forks (memkit-bench measures in a forked
-# child) the largest trace file, the child doing the work, is the one replayed.
+# child) the largest trace file, the child doing the work, is the one replayed, and the live time
+# of memkit-bench's workloads is the child's, as memkit-bench's --json reports it.
 #
 # Prints Markdown on stdout: per program the allocators in order by live and by replayed time,
 # Kendall's tau between the two orders, the pairs of allocators the live runs order surely (a
@@ -57,12 +58,22 @@ set_commands() {
   python3) cmd=(python3 "$repo/tests/replacement/programs/python_workload.py") trivial=(python3 -c pass) ;;
   sqlite3) cmd=(sqlite3 :memory: ".read $out/sql") trivial=(sqlite3 :memory: "select 1;") ;;
   git) cmd=(git -C "$out/clone" --no-pager log -p --no-color) trivial=(git -C "$out/clone" rev-parse HEAD) ;;
-  json-tree | larson-2t) cmd=("$bench" --workloads "$1" --variants std --processes 1) trivial=("$bench" --list) ;;
+  json-tree | larson-2t) cmd=("$bench" --workloads "$1" --variants std --processes 1 --json "$out/own.json") trivial=("$bench" --list) ;;
   *) echo "bench/fidelity.sh: unknown program $1" >&2 && exit 2 ;;
   esac
 }
 
 . "$here/live_run.sh"
+
+# The time in µs a memkit-bench program took to run its workload, by its own --json document (the
+# measuring child's timed iterations and its first, untimed one: the process whose trace is
+# replayed), or nothing for another program.
+own_time() {
+  [ -f "$out/own.json" ] || return 0
+  python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+print(round(r["mean_us"] * r["iterations"] / r["processes"] + r["cold_us"]))' "$out/own.json"
+}
 
 declare -A preload
 IFS=, read -r -a allocator_list <<<"$allocators"
@@ -89,7 +100,8 @@ for p in "${program_list[@]}"; do
   echo "fidelity: $p: $runs live runs per allocator" >&2
   for _ in $(seq "$runs"); do
     for a in "${allocator_list[@]}"; do
-      echo "$p $a live $(live_run "${preload[$a]}" "${cmd[@]}")" >>"$out/live"
+      rm -f "$out/own.json"
+      echo "$p $a live $(live_run "${preload[$a]}" "${cmd[@]}") $(own_time)" >>"$out/live"
       echo "$p $a trivial $(live_run "${preload[$a]}" "${trivial[@]}")" >>"$out/live"
     done
   done
@@ -104,8 +116,8 @@ import json, statistics, sys
 out, programs, allocators, runs, processes = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4], sys.argv[5]
 live = {}
 for line in open(f"{out}/live"):
-    p, a, kind, us, kib = line.split()
-    live.setdefault((p, a, kind), []).append((int(us) / 1000, int(kib)))
+    p, a, kind, us, kib, *own = line.split()
+    live.setdefault((p, a, kind), []).append((int(us) / 1000, int(kib), int(own[0]) / 1000 if own else None))
 
 def med(rows, i):
     return statistics.median(r[i] for r in rows)
@@ -149,9 +161,15 @@ for p in programs:
     # and initialising it), which the replay, timed from its threads' release, does not hold.
     whole = [med(live[(p, a, "live")], 0) for a in names]
     lt = [w - med(live[(p, a, "trivial")], 0) for w, a in zip(whole, names)]
+    # A memkit-bench program's own time for its workload, where it gave one: the measuring child,
+    # whose trace is the one replayed, rather than the whole run with its parent and zygote.
+    own = all(r[2] is not None for a in names for r in live[(p, a, "live")])
+    if own:
+        lt = [med(live[(p, a, "live")], 2) for a in names]
     rt = [rows[a]["p50_us"] / 1000 for a in names]
     # Per live run its time less the trivial runs' median; per replay process its time.
-    lt_runs = [[r[0] - med(live[(p, a, "trivial")], 0) for r in live[(p, a, "live")]] for a in names]
+    lt_runs = [[r[2] if own else r[0] - med(live[(p, a, "trivial")], 0) for r in live[(p, a, "live")]]
+               for a in names]
     rt_runs = [[t / 1000 for t in rows[a]["process_p50_us"]] for a in names]
     # The pairs the live runs order surely, and how many of them the replay orders alike.
     live_sure = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))
@@ -177,7 +195,9 @@ for p in programs:
     for i, a in enumerate(names):
         detail.append(f"| {a} | {whole[i]:.1f} | {lt[i]:.1f} | {rt[i]:.1f} | {lt[i] - lt[s]:+.1f} | {rt[i] - rt[s]:+.1f} | {heap[i]:.0f} | {rrss[i]} | {ratios[i]:.2f} |")
 
-print(f"Live: median of {runs} runs per allocator, wall time and peak RSS, each less a trivial run's of the same binary under the same allocator (whole run: the time not less it); replay: "
+print(f"Live: median of {runs} runs per allocator, wall time and peak RSS, each less a trivial run's of the same binary under the same allocator (whole run: the time not less it), "
+      "except the time of memkit-bench's workloads (json-tree, larson-2t): the workload's own, as memkit-bench's --json gives it (its measuring child's iterations, timed and cold), "
+      "since that child's trace is the one replayed; replay: "
       f"`memkit-bench replay --processes {processes}` (median time, peak RSS above the replay's start). "
       "tau: Kendall's tau-b between the two orders by time (whole run: with the live whole runs' order). Pairs the live runs order surely: "
       "those whose 95 % bootstrap interval of the ratio of the live medians excludes 1, and of them how many the replay orders alike "
