@@ -44,22 +44,25 @@ struct alignas(64) progress {
   std::atomic<std::uint64_t> done{0};
 };
 
-/// What one thread measured: its own cache lines.
-struct alignas(64) thread_figures {
-  std::vector<float> samples_ns;
+/// What one thread counts while it replays: a local of its loop, so the counts stay in registers
+/// (the blocks' writes are char stores, which may alias any memory the loop could reach).
+struct tally {
   std::uint64_t ops = 0;
   std::uint64_t errors = 0;
   std::uint64_t checksum = 0;
 };
 
+/// What one thread measured: its own cache lines.
+struct alignas(64) thread_figures {
+  std::vector<float> samples_ns;
+  tally counts;
+};
+
 /// \returns a stamp for the block the `index`th operation of stream `s` allocates: distinct per
-/// allocation, never 0 (splitmix64's finalizer).
+/// allocation and never 0 while a stream makes fewer than 2^40 operations. Three instructions:
+/// every allocation of the replay pays for it, the null allocator's included.
 std::uint64_t stamp_of(std::uint32_t s, std::uint64_t index) noexcept {
-  std::uint64_t z = (std::uint64_t{s} << 40) + index + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  z ^= z >> 31;
-  return z == 0 ? 1 : z;
+  return (std::uint64_t{s} << 40) + index + 1;
 }
 
 std::size_t alignment_of(std::uint32_t align_log2) noexcept {
@@ -218,13 +221,17 @@ private:
   std::vector<char*> spare_;
 };
 
-/// Writes the stamp and, per `t`, one byte a page or a cache line beyond it.
-void write_block(const slot& s, touch_mode t) noexcept {
+/// \returns the distance between the bytes `t` writes in a block beyond its stamp (0: none).
+std::size_t touch_step(touch_mode t) noexcept {
+  return t == touch_mode::page ? 4096 : t == touch_mode::line ? 64 : 0;
+}
+
+/// Writes the stamp and one byte every `step` bytes beyond it (touch_step).
+void write_block(const slot& s, std::size_t step) noexcept {
   auto* p = static_cast<char*>(s.p);
   if (s.size >= sizeof s.stamp) {
     std::memcpy(p, &s.stamp, sizeof s.stamp);
   }
-  const std::size_t step = t == touch_mode::page ? 4096 : t == touch_mode::line ? 64 : 0;
   if (step != 0) {
     for (std::size_t i = step; i < s.size; i += step) {
       p[i] = 1;
@@ -235,16 +242,16 @@ void write_block(const slot& s, touch_mode t) noexcept {
 /// Checks the stamp of `s` and adds it to the checksum; `Reads` false (the null allocator): adds
 /// the stamp expected, so the checksum is every allocator's.
 template <bool Reads>
-void check_block(const slot& s, thread_figures& f) noexcept {
+void check_block(const slot& s, tally& t) noexcept {
   if (!Reads) {
-    f.checksum += s.size >= sizeof s.stamp ? s.stamp : 0;
+    t.checksum += s.size >= sizeof s.stamp ? s.stamp : 0;
   } else if (s.size >= sizeof s.stamp) {
     std::uint64_t v = 0;
     std::memcpy(&v, s.p, sizeof v);
     if (v == s.stamp) {
-      f.checksum += v;
+      t.checksum += v;
     } else {
-      ++f.errors;
+      ++t.errors;
     }
   }
 }
@@ -363,17 +370,19 @@ struct replay_run {
     }
   }
 
-  void execute(std::uint32_t si, std::uint64_t i, const op& x, thread_figures& f) {
-    slot& s = slots[x.slot()];
-    switch (x.kind()) {
+  /// \effects replays `x`, the `i`th operation of stream `si`, of kind `k` (not a wait) on slot
+  /// `s`; `touch`: touch_step.
+  void execute(std::uint32_t si, std::uint64_t i, const op& x, op_kind k, slot& s,
+               std::size_t touch, tally& t) {
+    switch (k) {
     case op_kind::alloc:
       s.size = x.arg();
       b.allocate(si, s, x.arg(), x.align_log2(), x.site());
       s.stamp = stamp_of(si, i);
-      write_block(s, o.touch);
+      write_block(s, touch);
       break;
     case op_kind::free:
-      check_block<Backend::checks>(s, f);
+      check_block<Backend::checks>(s, t);
       b.release(si, s);
       s.p = nullptr;
       break;
@@ -382,9 +391,9 @@ struct replay_run {
       const std::uint64_t old_size = s.size;
       s.size = x.arg();
       if (std::min(old_size, s.size) >= sizeof s.stamp) {
-        check_block<Backend::checks>(s, f);
+        check_block<Backend::checks>(s, t);
       }
-      write_block(s, o.touch);
+      write_block(s, touch);
       break;
     }
     case op_kind::wait:
@@ -410,37 +419,55 @@ struct replay_run {
     }
     const std::unique_ptr<stream_cursor> cursor =
         cursors[si] ? std::move(cursors[si]) : std::make_unique<stream_cursor>(p, si);
-    thread_figures& f = figures[si];
+    // What the loop reads on every operation, in locals: the blocks' writes would otherwise make
+    // it load them again after each one.
+    std::vector<float>& samples = figures[si].samples_ns;
+    std::atomic<std::uint64_t>& published = done[si].done;
+    slot* const slot_of = slots.data();
     const std::uint64_t total = p.streams[si].ops;
-    std::uint32_t countdown = o.sample_every;
-    std::uint64_t i = 0;
+    const std::uint32_t sample_every = o.sample_every;
+    const std::size_t touch = touch_step(o.touch);
+    tally t;
+    std::uint32_t countdown = sample_every;
+    std::uint64_t i = 0; // operations done, waits included
+    const auto perform = [&](const op& x) {
+      const op_kind k = x.kind();
+      if (k == op_kind::wait) {
+        wait_for(done[x.slot()].done, x.arg());
+        return;
+      }
+      slot& s = slot_of[x.slot()];
+      if (sample_every != 0 && --countdown == 0) {
+        countdown = sample_every;
+        const auto start = clock::now();
+        execute(si, i, x, k, s, touch, t);
+        const auto stop = clock::now();
+        samples.push_back(
+            static_cast<float>(std::chrono::duration<double, std::nano>(stop - start).count()));
+      } else {
+        execute(si, i, x, k, s, touch, t);
+      }
+      ++t.ops;
+    };
     std::uint32_t n = 0;
     while (const op* ops = cursor->next_chunk(n)) {
-      for (std::uint32_t j = 0; j < n; ++j, ++i) {
-        const op& x = ops[j];
-        if (x.kind() == op_kind::wait) {
-          wait_for(done[x.slot()].done, x.arg());
-        } else if (o.sample_every != 0 && --countdown == 0) {
-          countdown = o.sample_every;
-          const auto start = clock::now();
-          execute(si, i, x, f);
-          const auto stop = clock::now();
-          f.samples_ns.push_back(
-              static_cast<float>(std::chrono::duration<double, std::nano>(stop - start).count()));
-          ++f.ops;
-        } else {
-          execute(si, i, x, f);
-          ++f.ops;
-        }
-        if (i + 1 == total) {
-          // No longer live before its last operation shows: a thread started after this one
-          // (its start waits for that operation) never counts both.
-          b.end(si);
-          live.fetch_sub(1, std::memory_order_acq_rel);
-        }
-        done[si].done.store(i + 1, std::memory_order_release);
+      // Only the last operation of the stream's last chunk ends the stream: the others need not
+      // ask.
+      const std::uint32_t before_last = n != 0 && i + n == total ? n - 1 : n;
+      for (std::uint32_t j = 0; j < before_last; ++j) {
+        perform(ops[j]);
+        published.store(++i, std::memory_order_release);
+      }
+      if (before_last != n) {
+        perform(ops[before_last]);
+        // No longer live before its last operation shows: a thread started after this one (its
+        // start waits for that operation) never counts both.
+        b.end(si);
+        live.fetch_sub(1, std::memory_order_acq_rel);
+        published.store(++i, std::memory_order_release);
       }
     }
+    figures[si].counts = t;
     finished[si].set.store(true, std::memory_order_release);
   }
 
@@ -511,9 +538,9 @@ struct replay_run {
     }
     std::vector<float> all;
     for (const auto& f : figures) {
-      r.ops += f.ops;
-      r.content_errors += f.errors;
-      r.checksum += f.checksum;
+      r.ops += f.counts.ops;
+      r.content_errors += f.counts.errors;
+      r.checksum += f.counts.checksum;
       all.insert(all.end(), f.samples_ns.begin(), f.samples_ns.end());
     }
     r.samples = all.size();
