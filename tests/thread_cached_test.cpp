@@ -391,8 +391,7 @@ TEST(ThreadCached, BlocksFreedAfterTheirOwnerExitedAreReused) {
   EXPECT_EQ(spy.allocations(), obtained);
   std::thread([&] { // adopts the exited thread's heap, which owns no chunk now
     r.deallocate(r.allocate(64), 64);
-  })
-      .join();
+  }).join();
   EXPECT_EQ(r.heap_count(), 2u);
   for (void* p : blocks) {
     r.deallocate(p, 64);
