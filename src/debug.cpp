@@ -155,7 +155,7 @@ char* debug_block_of(process_heap& h, void* q, debug_header& hd) noexcept {
     report_misuse(misuse::foreign_pointer, heap_name, q, 0, 0);
     return nullptr;
   }
-  if (c->cls != detail::thread::large_class && c->owner() == nullptr) {
+  if (c->cls != detail::thread::large_class && c->owner == nullptr) {
     // A chunk with no live block, in the depot, whose pages may be given back (unreadable): the
     // block was freed and the quarantine has given it back since.
     report_misuse(misuse::double_free, heap_name, q, 0, 0);

@@ -371,7 +371,7 @@ TEST(ThreadCached, BlocksFreedAfterTheirOwnerExitedAreReused) {
   locked_spy spy;
   any_size r{spy_ref(spy)};
   // This thread has its own heap, which allocates another class than the blocks it frees below,
-  // so it keeps none of them (ForeignBlocksAreKeptWhereTheirClassIsAllocated).
+  // so it keeps none of them (ForeignBlocksAreKeptWhereTheirClassIsAllocated): they go home.
   r.deallocate(r.allocate(48), 48);
   std::vector<void*> blocks(20000);
   std::thread([&] {
@@ -379,82 +379,27 @@ TEST(ThreadCached, BlocksFreedAfterTheirOwnerExitedAreReused) {
       p = r.allocate(64);
     }
   }).join();
-  // Every other block: no chunk of the exited thread's heap is ever wholly free, so only taking
-  // the chunks over (engine::take_over) lets this thread reuse them.
-  for (std::size_t i = 0; i < blocks.size(); i += 2) {
-    r.deallocate(blocks[i], 64);
+  for (void* p : blocks) {
+    r.deallocate(p, 64); // to the exited thread's heap, in batches
   }
   const std::size_t obtained = spy.allocations();
-  for (std::size_t i = 0; i < blocks.size(); i += 2) {
-    blocks[i] = r.allocate(64);
-  }
-  EXPECT_EQ(spy.allocations(), obtained);
-  std::thread([&] { // adopts the exited thread's heap, which owns no chunk now
-    r.deallocate(r.allocate(64), 64);
-  }).join();
-  EXPECT_EQ(r.heap_count(), 2u);
-  for (void* p : blocks) {
-    r.deallocate(p, 64);
-  }
-}
-
-// Blocks sent to a heap whose thread exited, after a thread took their chunk over, are forwarded
-// to the new owner by whoever takes that heap's remote frees: here the thread that adopts it.
-TEST(ThreadCached, BlocksSentToATakenOverChunksFormerOwnerAreForwarded) {
-  locked_spy spy;
-  any_size r{spy_ref(spy)};
-  r.deallocate(r.allocate(48), 48);
-  constexpr std::size_t n = 16; // fewer than a batch: they wait in the freeing thread's batch
-  std::vector<void*> blocks(n + 1);
-  std::atomic<int> stage{0};
-  const auto wait_for = [&stage](int s) {
-    while (stage.load() < s) {
-      std::this_thread::yield();
-    }
-  };
-  std::thread owner([&] {
+  std::thread([&] { // adopts the exited thread's heap
     for (void*& p : blocks) {
-      p = r.allocate(64); // one chunk
+      p = r.allocate(64);
     }
-    stage = 1;
-    wait_for(3);
-  });
-  wait_for(1);
-  std::thread freer([&] {
-    r.deallocate(r.allocate(48), 48);
-    for (std::size_t i = 0; i < n; ++i) {
-      r.deallocate(blocks[i], 64); // batched for the owner, which still runs
+    for (void* p : blocks) {
+      r.deallocate(p, 64);
     }
-    stage = 2;
-    wait_for(4); // its exit posts the batch to the owner's heap, which has no thread by then
-  });
-  wait_for(2);
-  stage = 3;
-  owner.join();
-  r.deallocate(blocks[n], 64); // takes the chunk over
-  stage = 4;
-  freer.join();
-  // The freer's heap was abandoned last, so it is adopted first: by a thread that waits while a
-  // second adopts the owner's heap, whose first allocation takes the remote frees and forwards
-  // the batch here.
-  std::thread first([&] {
-    r.deallocate(r.allocate(48), 48);
-    stage = 5;
-    wait_for(6);
-  });
-  wait_for(5);
-  std::thread([&] { r.deallocate(r.allocate(48), 48); }).join();
-  stage = 6;
-  first.join();
-  const std::size_t obtained = spy.allocations();
-  const std::set<void*> sent(blocks.begin(), blocks.end());
-  for (void*& p : blocks) {
-    p = r.allocate(64);
-    EXPECT_EQ(sent.count(p), 1u);
+  })
+      .join();
+  std::vector<void*> more(20000);
+  for (void*& p : more) {
+    p = r.allocate(48); // the main thread's heap takes the chunks from the depot
   }
   EXPECT_EQ(spy.allocations(), obtained);
-  for (void* p : blocks) {
-    r.deallocate(p, 64);
+  EXPECT_EQ(r.heap_count(), 2u);
+  for (void* p : more) {
+    r.deallocate(p, 48);
   }
 }
 

@@ -48,7 +48,7 @@ TEST(Chunk, EveryAddressOfAChunkFindsItsHeader) {
 TEST(Chunk, TheEmptyChunkHasNothingToHandOut) {
   EXPECT_TRUE(thread::empty_chunk.free.empty());
   EXPECT_TRUE(thread::empty_chunk.fresh.exhausted());
-  EXPECT_EQ(thread::empty_chunk.owner(), nullptr);
+  EXPECT_EQ(thread::empty_chunk.owner, nullptr);
 }
 
 TEST(Chunk, TheLargestClassFillsAChunkAtLeastEightTimes) {

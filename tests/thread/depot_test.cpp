@@ -66,12 +66,11 @@ TEST(Depot, FreeChunksComeBackNewestFirstOwnedByNoHeap) {
   thread::chunk* a = d.obtain();
   thread::chunk* b = d.obtain();
   int owner = 0;
-  a->set_owner(&owner);
-  b->set_owner(&owner);
+  a->owner = b->owner = &owner;
   EXPECT_EQ(d.pop(0), nullptr);
   d.push(a);
   d.push(b);
-  EXPECT_EQ(a->owner(), nullptr);
+  EXPECT_EQ(a->owner, nullptr);
   EXPECT_EQ(d.pop(0), b);
   EXPECT_EQ(d.pop(0), a);
   EXPECT_EQ(d.pop(0), nullptr);
@@ -114,12 +113,12 @@ TEST(Depot, HeapsAreMadeOnceAndAnAbandonedOneIsAdoptedWhole) {
   EXPECT_NE(first, second);
   EXPECT_EQ(address(first) % memkit::cache_line_size, 0u);
   d.abandon(*first);
-  EXPECT_TRUE(first->is_abandoned());
+  EXPECT_TRUE(first->abandoned);
   std::vector<heap*> waiting;
   d.for_each_abandoned([&](heap& h) { waiting.push_back(&h); });
   EXPECT_EQ(waiting, std::vector<heap*>{first});
   EXPECT_EQ(d.adopt_or_make(), first);
-  EXPECT_FALSE(first->is_abandoned());
+  EXPECT_FALSE(first->abandoned);
   EXPECT_EQ(d.heap_count(), 2u);
   std::size_t visited = 0;
   d.for_each_heap([&](const heap&) { ++visited; });
@@ -218,7 +217,7 @@ TEST(Depot, ALargeBlockThatFitsAChunkTakesAFreeChunkAndGivesItBackToTheDepot) {
 
   d.free_large(c);
   EXPECT_EQ(d.pop(0), spare) << "back in the depot, for any class or block";
-  EXPECT_EQ(c->owner(), nullptr);
+  EXPECT_EQ(c->owner, nullptr);
   d.push(spare);
   d.free_large(d.find(q));
   EXPECT_EQ(spy.blocks_in_use(), with_region - 1) << "the region back to the upstream";

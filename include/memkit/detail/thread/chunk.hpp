@@ -3,7 +3,6 @@
 // that tells any thread, from a block's address alone, which heap owns the block.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -35,14 +34,11 @@ inline constexpr std::uint32_t large_class = ~std::uint32_t{0};
 /// large_class`).
 ///
 /// The first cache line is read by any thread that frees a block of the chunk and written only
-/// while the chunk has no live block (when a heap takes it for a class, `engine::assign`), so
+/// while the chunk has no live block (when a heap takes it for a class, `heap::take_chunk`), so
 /// those reads need no synchronisation of their own: the freeing thread got the block, through
-/// whatever hand-over the program used, after the header was written. The one exception is the
-/// owner, which also changes, under the depot's lock, when a thread takes the chunk over from a
-/// heap whose thread exited (`engine::take_over`): hence an atomic, read relaxed. A thread that
-/// reads the former owner sends the block there, and whoever takes that heap's remote frees
-/// forwards it. The second line is the owner's alone; keeping it apart stops the owner's frees
-/// from invalidating the line remote freers read.
+/// whatever hand-over the program used, after the header was written. The second line is the
+/// owner's alone; keeping it apart stops the owner's frees from invalidating the line remote
+/// freers read.
 ///
 /// Invariants of a small chunk owned by a heap (checked at MEMKIT_DEBUG 2 where they change):
 /// - its `capacity` blocks are each exactly one of: never carved (in `fresh`), on `free`, live in
@@ -53,11 +49,11 @@ inline constexpr std::uint32_t large_class = ~std::uint32_t{0};
 ///   makes it empty): `used == capacity - free.count() - fresh.remaining() / block_size + pinned`;
 /// - `in_bin` says the chunk is its class's current chunk or on its partial list; a chunk with
 ///   every block out (`used == capacity`) is on no list ("floating") until a block returns;
-/// - `used == 0` only off every list: a spare of its heap, or in the depot (`owner() == nullptr`).
+/// - `used == 0` only off every list: a spare of its heap, or in the depot (`owner == nullptr`).
 struct alignas(cache_line_size) chunk {
   // Read by any thread holding a block of the chunk.
-  std::atomic<void*> owned_by{nullptr}; ///< owner(): null in the depot and for large blocks
-  std::uint32_t cls = 0;                ///< size class, or large_class
+  void* owner = nullptr; ///< the owning heap; null in the depot and for large blocks
+  std::uint32_t cls = 0; ///< size class, or large_class
   std::uint32_t block_size = 0;
   char* blocks = nullptr;     ///< first block (small) or the block (large)
   std::size_t bytes = 0;      ///< obtained from the upstream: chunk_size, or a large region
@@ -76,9 +72,6 @@ struct alignas(cache_line_size) chunk {
   bool in_bin = false; ///< current or on the partial list; false when full or spare
 
   bool is_large() const noexcept { return cls == large_class; }
-  /// \returns the owning heap, or null.
-  void* owner() const noexcept { return owned_by.load(std::memory_order_relaxed); }
-  void set_owner(void* h) noexcept { owned_by.store(h, std::memory_order_relaxed); }
 };
 static_assert(sizeof(chunk) == 2 * cache_line_size);
 

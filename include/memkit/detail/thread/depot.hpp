@@ -48,7 +48,7 @@ public:
 
   /// \effects takes `c`, a chunk with no live block and on no heap's list.
   void push(chunk* c) noexcept {
-    c->set_owner(nullptr);
+    c->owner = nullptr;
     c->next = free_;
     free_ = c;
     decay_.on_enter(c);
@@ -132,7 +132,7 @@ public:
     Heap* h = abandoned_;
     if (h != nullptr) {
       abandoned_ = h->next_abandoned;
-      h->set_abandoned(false);
+      h->abandoned = false;
       return h;
     }
     void* p = counted_.try_allocate(sizeof(Heap), alignof(Heap));
@@ -149,7 +149,7 @@ public:
   /// \effects moves `h`'s free chunks here and lists it for adoption.
   void abandon(Heap& h) noexcept {
     take_free_chunks(h);
-    h.set_abandoned(true);
+    h.abandoned = true;
     h.next_abandoned = abandoned_;
     abandoned_ = &h;
   }

@@ -19,8 +19,7 @@
 //   again before carving new memory: a *foreign* block.
 // - bind / unbind: a thread gets a heap on its first call (thread/registry.hpp); at its exit the
 //   heap is *abandoned*, chunks with live blocks included, and *adopted* whole by the next new
-//   thread; meanwhile others *reclaim* what was freed to it, and a thread that frees a block of
-//   one of its chunks *takes the chunk over*: the chunk becomes that thread's heap's.
+//   thread; meanwhile others *reclaim* what was freed to it.
 // - shared heap: serves threads that cannot have a heap of their own, under a lock.
 
 #include <atomic>
@@ -187,9 +186,14 @@ public:
   /// none is bound: the call then binds one, which the caller must use from then on (a null
   /// passed again would bind yet another heap).
   MEMKIT_ALWAYS_INLINE void free(void* p, chunk* c, heap* mine, std::size_t bytes) noexcept {
-    if (MEMKIT_LIKELY(mine != nullptr && c->owner() == mine)) {
+    if (MEMKIT_LIKELY(mine != nullptr && c->owner == mine)) {
       mine->counters.on_deallocate(bytes);
-      give_back(*mine, c, p, false);
+      c->free.push(p, c->block_size);
+      // The current chunk of a class is pinned, so a free-allocate ping-pong on one block never
+      // lands here.
+      if (MEMKIT_UNLIKELY(--c->used == 0 || !c->in_bin)) {
+        relist(*mine, c, false);
+      }
       return;
     }
     free_elsewhere(p, c, mine, bytes);
@@ -226,12 +230,12 @@ public:
     } else if (p < c->blocks ||
                static_cast<std::size_t>(static_cast<char*>(p) - c->blocks) % c->block_size != 0) {
       // inside a chunk but not at a block
-    } else if (c->owner() == nullptr) {
+    } else if (c->owner == nullptr) {
       verdict = misuse::double_free; // the whole chunk is free, in the depot
     } else if (expected_class != any_class && expected_class != c->cls) {
       verdict = misuse::size_mismatch;
     } else if (const heap* const mine = my_heap();
-               mine == c->owner() && static_cast<const char*>(p) >= c->fresh.next()) {
+               mine == c->owner && static_cast<const char*>(p) >= c->fresh.next()) {
       // never handed out: not a block yet
     } else if (is_free(p, c, mine)) {
       verdict = misuse::double_free;
@@ -455,24 +459,6 @@ private:
     return first;
   }
 
-  // `p`, a block of `c`, which `h` owns, is free again, on `h`'s thread or under the depot's lock
-  // (`locked`) while `h` has none.
-  MEMKIT_ALWAYS_INLINE void give_back(heap& h, chunk* c, void* p, bool locked) noexcept {
-    c->free.push(p, c->block_size);
-    // The current chunk of a class is pinned, so a free-allocate ping-pong on one block never
-    // lands here.
-    if (MEMKIT_UNLIKELY(--c->used == 0 || !c->in_bin)) {
-      relist(h, c, locked);
-    }
-  }
-
-  // `p`, a block of `c`, goes to the remote queue of the heap that owns `c`, alone.
-  static void post_home(void* p, chunk* c) noexcept {
-    free_chain one;
-    prepend(one, p, c->block_size);
-    static_cast<heap*>(c->owner())->remote.post(one);
-  }
-
   // A block came back to `c`, owned by `h`, which either emptied it or found it floating: an
   // empty chunk leaves its list (keep_or_return), a floating one goes on the partial list.
   MEMKIT_NOINLINE void relist(heap& h, chunk* c, bool locked) noexcept {
@@ -490,7 +476,7 @@ private:
 
   // A wholly free chunk of `h`: kept as a spare up to the bound, else handed to the depot.
   void keep_or_return(heap& h, chunk* c, bool locked) noexcept {
-    MEMKIT_ASSERT_INTERNAL(c->used == 0 && c->owner() == &h && h.spare_count <= cached_chunks_);
+    MEMKIT_ASSERT_INTERNAL(c->used == 0 && c->owner == &h && h.spare_count <= cached_chunks_);
     c->in_bin = false;
     if (h.spare_count < cached_chunks_) {
       h.push_spare(c);
@@ -529,7 +515,7 @@ private:
     const std::size_t s = class_size_[cls];
     char* const end = base_of(c) + chunk_size;
     const std::size_t capacity = static_cast<std::size_t>(end - reinterpret_cast<char*>(c + 1)) / s;
-    c->set_owner(&h);
+    c->owner = &h;
     c->cls = static_cast<std::uint32_t>(cls);
     c->block_size = static_cast<std::uint32_t>(s);
     c->blocks = end - capacity * s;
@@ -542,43 +528,18 @@ private:
     poison(c->blocks, capacity * s);
   }
 
-  // Takes everything other threads posted to `h` and frees each block into its chunk, or
-  // forwards it to the heap that took its chunk over since it was sent (take_over).
+  // Takes everything other threads posted to `h` and frees each block into its chunk.
   void take_remote_frees(heap& h, bool locked) noexcept {
     for (void* p = h.remote.take_all(); p != nullptr;) {
       void* const next = free_list::next(p);
       chunk* c = chunk_of(p);
-      MEMKIT_ASSERT_INTERNAL(!c->is_large());
-      if (MEMKIT_LIKELY(c->owner() == &h)) {
-        give_back(h, c, p, locked);
-      } else {
-        post_home(p, c);
+      MEMKIT_ASSERT_INTERNAL(c->owner == &h && !c->is_large());
+      c->free.push(p, c->block_size);
+      if (--c->used == 0 || !c->in_bin) {
+        relist(h, c, locked);
       }
       p = next;
     }
-  }
-
-  // `h`'s thread frees a block of `c`, whose heap has no thread: `h` takes the chunk over, so
-  // this block and the others freed into it are reused here at once rather than once a new
-  // thread adopts that heap (as mimalloc reclaims an abandoned segment a thread frees into). The
-  // chunk floats in `h` until the caller's free relists it; blocks of it already sent to the
-  // former owner are forwarded when that heap's remote frees are taken. \returns false if the
-  // heap was adopted meanwhile.
-  MEMKIT_NOINLINE bool take_over(heap& h, chunk* c) noexcept {
-    const std::lock_guard<std::mutex> lock(depot_.mutex());
-    auto* const from = static_cast<heap*>(c->owner());
-    if (from == nullptr || !from->is_abandoned()) {
-      return false;
-    }
-    if (from->bins[c->cls].current == c) {
-      from->set_current(c->cls, &empty_chunk);
-      c->in_bin = false;
-      --c->used; // unpin
-    } else if (c->in_bin) {
-      from->unlink_partial(c);
-    }
-    c->set_owner(&h);
-    return true;
   }
 
   // A free the fast path could not do: a large block, a thread without a heap, or a block of
@@ -596,42 +557,37 @@ private:
     }
     if (h == nullptr && (h = bind_heap()) == nullptr) {
       count_unbound_free(bytes);
-      if (c->owner() == &shared_) {
+      if (c->owner == &shared_) {
         const std::lock_guard<std::mutex> lock(shared_mutex_);
-        give_back(shared_, c, p, false);
+        c->free.push(p, c->block_size);
+        if (--c->used == 0 || !c->in_bin) {
+          relist(shared_, c, false);
+        }
       } else {
-        post_home(p, c);
+        free_chain one;
+        prepend(one, p, c->block_size);
+        static_cast<heap*>(c->owner)->remote.post(one);
       }
       return;
     }
-    if (c->owner() == h) {
+    if (c->owner == h) {
       free(p, c, h, bytes); // the heap just bound is the block's, adopted: freed where it is
-      return;
-    }
-    if (const heap* const owner = static_cast<heap*>(c->owner());
-        owner != nullptr && owner->is_abandoned() && take_over(*h, c)) {
-      free(p, c, h, bytes);
       return;
     }
     h->counters.on_deallocate(bytes);
     if (!h->keep_foreign(p, c->cls, c->block_size, foreign_limit_[c->cls])) {
-      h->outgoing.add(static_cast<heap*>(c->owner()), p, c->block_size, batch_blocks_);
+      h->outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
     }
   }
 
   // Sends every foreign block `h` keeps to its owner (a thread's exit): no block waits in a heap
-  // that has no thread, and an adopted heap starts with none. A block whose chunk `h` took over
-  // since it kept it is its own: freed into it.
+  // that has no thread, and an adopted heap starts with none.
   void send_foreign_home(heap& h) noexcept {
     for (std::size_t cls = 0; cls < class_count_; ++cls) {
       while (void* const p = h.take_foreign(cls)) {
-        chunk* const c = chunk_of(p);
-        MEMKIT_ASSERT_INTERNAL(c->cls == cls);
-        if (c->owner() == &h) {
-          give_back(h, c, p, false);
-        } else {
-          h.outgoing.add(static_cast<heap*>(c->owner()), p, c->block_size, batch_blocks_);
-        }
+        const chunk* const c = chunk_of(p);
+        MEMKIT_ASSERT_INTERNAL(c->owner != &h && c->cls == cls);
+        h.outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
       }
     }
   }
@@ -644,7 +600,7 @@ private:
     if (mine == nullptr) {
       return false;
     }
-    const free_list& list = c->owner() == mine ? c->free : mine->foreign[c->cls];
+    const free_list& list = c->owner == mine ? c->free : mine->foreign[c->cls];
     if (p == list.head()) {
       return true;
     }
@@ -655,7 +611,7 @@ private:
         }
       }
     }
-    return mine->outgoing.holds(c->owner(), p, debug_level >= 3);
+    return mine->outgoing.holds(c->owner, p, debug_level >= 3);
   }
 
   void count_unbound_free(std::size_t bytes) noexcept {

@@ -36,12 +36,8 @@ using counters = counters_if_enabled<owned_cell, false>;
 /// never destroyed while their resource lives, so a pointer to one in a chunk header stays valid.
 template <std::size_t Bins>
 struct heap {
-  /// The only member other threads write: on its own cache line, with what they read of the heap.
+  /// The only member other threads write: on its own cache line.
   alignas(cache_line_size) remote_queue remote;
-  /// Whether the heap's thread exited and no other thread adopted it yet: a thread that frees a
-  /// block of one of its chunks then takes the chunk over (engine::take_over). Written under the
-  /// depot's lock, read relaxed by freeing threads as a hint (is_abandoned).
-  std::atomic<bool> abandoned{false};
 
   using chunk_list = intrusive_list<chunk, &chunk::prev, &chunk::next>;
   struct bin {
@@ -71,6 +67,7 @@ struct heap {
   std::size_t spare_count = 0;
   heap* next_heap = nullptr;      ///< every heap of the resource
   heap* next_abandoned = nullptr; ///< heaps whose thread exited
+  bool abandoned = false;
   thread::counters counters;
 
   heap() noexcept {
@@ -78,9 +75,6 @@ struct heap {
       d = &empty_chunk;
     }
   }
-
-  bool is_abandoned() const noexcept { return abandoned.load(std::memory_order_relaxed); }
-  void set_abandoned(bool a) noexcept { abandoned.store(a, std::memory_order_relaxed); }
 
   /// \effects makes `c` the current chunk of class `cls`.
   void set_current(std::size_t cls, chunk* c) noexcept {

@@ -86,7 +86,7 @@ public:
   /// \effects makes `c`, the header of a wholly free chunk on no list, that of one large block of
   /// `n` bytes aligned to `alignment`, which fits_chunk. \returns the block.
   static void* place_in_chunk(chunk* c, std::size_t n, std::size_t alignment) noexcept {
-    MEMKIT_ASSERT_INTERNAL(fits_chunk(n, alignment) && c->owner() == nullptr);
+    MEMKIT_ASSERT_INTERNAL(fits_chunk(n, alignment) && c->owner == nullptr);
     c->cls = large_class;
     c->block_size = 0;
     c->blocks = base_of(c) + round_up(address(c + 1) - address(base_of(c)), alignment);
