@@ -13,7 +13,7 @@
 #   and memkit missed in the default runs)
 set -euo pipefail
 if [ $# -lt 3 ]; then
-  sed -n '3,14p' "$0" >&2
+  sed -n '3,13p' "$0" >&2
   exit 2
 fi
 bench=$1
