@@ -60,11 +60,15 @@ public:
   thread_heap* current_heap() const noexcept { return engine_.current_heap(); }
 
   /// \returns a block of `bytes` (the smallest class if 0) from the current chunk of `t`, the
-  /// calling thread's heap (current_heap()), or null if that chunk has no free block or `bytes`
-  /// is above every class. The fast path of malloc.
+  /// calling thread's heap (current_heap()), or, up to table_class_limit, from the blocks of other
+  /// heaps `t` keeps; null if there is none or `bytes` is above every class. The fast path of
+  /// malloc.
   MEMKIT_ALWAYS_INLINE static void* pop_small(thread_heap& t, std::size_t bytes) noexcept {
     if (bytes <= detail::table_class_limit) {
-      return engine_type::pop_small(t, bytes);
+      if (void* const p = engine_type::pop_small(t, bytes); MEMKIT_LIKELY(p != nullptr)) {
+        return p;
+      }
+      return engine_type::pop_foreign_small(t, bytes);
     }
     if (bytes <= detail::thread::max_class_size) {
       return engine_type::pop_current(t, detail::class_index(bytes), bytes);
@@ -72,17 +76,15 @@ public:
     return nullptr;
   }
 
-  /// \returns a block of `bytes` that `t`, the calling thread's heap (current_heap()), kept when
-  /// another heap's block was freed on this thread (the engine's pop_foreign), or null: what
-  /// malloc tries first when pop_small finds the current chunk empty.
+  /// \returns a block of `bytes`, above table_class_limit, that `t`, the calling thread's heap
+  /// (current_heap()), kept when another heap's block was freed on this thread (the engine's
+  /// pop_foreign), or null: what malloc tries first when pop_small finds the current chunk empty
+  /// (pop_small itself looked for smaller ones).
   void* pop_foreign(thread_heap& t, std::size_t bytes) noexcept {
-    if (bytes > detail::thread::max_class_size) {
+    if (bytes <= detail::table_class_limit || bytes > detail::thread::max_class_size) {
       return nullptr;
     }
-    return engine_.pop_foreign(t,
-                               bytes <= detail::table_class_limit ? detail::table_class_index(bytes)
-                                                                  : detail::class_index(bytes),
-                               bytes);
+    return engine_.pop_foreign(t, detail::class_index(bytes), bytes);
   }
 
   /// free_found with `t`, the calling thread's heap (current_heap()).

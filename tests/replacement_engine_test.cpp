@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -151,6 +152,40 @@ TEST(ReplacementEngine, BlocksFreedOnOtherThreadsKeepTheirContents) {
     }
   }
   EXPECT_EQ(bad.load(), 0);
+}
+
+// A thread that frees blocks another thread allocated, of a class it allocates itself, keeps them
+// and hands them out again before it carves new memory: up to 1 KiB from the fast path
+// (process_heap::pop_small), above it from allocate_slow.
+TEST(ReplacementEngine, BlocksOfOtherThreadsFreedHereAreHandedOutAgain) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
+  }
+  for (const std::size_t size : {64, 2000}) {
+    mr::free(mr::allocate(size, 16)); // this thread's heap has a current chunk of the class
+    std::vector<void*> theirs(32);
+    std::thread([&] {
+      for (void*& p : theirs) {
+        p = mr::allocate(size, 16);
+      }
+    }).join();
+    const std::set<void*> kept(theirs.begin(), theirs.end());
+    for (void* p : theirs) {
+      mr::free(p);
+    }
+    // The current chunk's free blocks come first: at most a page's worth carved, and the block
+    // freed above.
+    std::vector<void*> mine(theirs.size() + 4096 / 64 + 1);
+    std::size_t again = 0;
+    for (void*& p : mine) {
+      p = mr::allocate(size, 16);
+      again += kept.count(p);
+    }
+    EXPECT_EQ(again, kept.size()) << size;
+    for (void* p : mine) {
+      mr::free(p);
+    }
+  }
 }
 
 TEST(ReplacementEngine, ShortLivedThreadsReuseHeapsAndTheirBlocksFreeLater) {

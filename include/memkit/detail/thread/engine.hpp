@@ -142,6 +142,21 @@ public:
     return pop(mine, c, bytes);
   }
 
+  /// The allocation fast path's second step in the any-size form, for a caller that keeps the
+  /// calling thread's heap itself, when pop_small found the current chunk empty: a foreign block
+  /// of the class of `bytes` (at most table_class_limit) that `mine` keeps, or null. Inline, so a
+  /// thread that allocates the blocks it freed of other heaps (a server thread taking over what
+  /// an exited one allocated) pays no call for them.
+  MEMKIT_ALWAYS_INLINE static void* pop_foreign_small(heap& mine, std::size_t bytes) noexcept {
+    const std::size_t cls = table_class_index(bytes);
+    void* const p = mine.take_foreign(cls);
+    if (p != nullptr) {
+      unpoison(p, detail::class_size(cls));
+      mine.counters.on_allocate(bytes);
+    }
+    return p;
+  }
+
   /// The second step of refill alone, for a caller that keeps the calling thread's heap itself
   /// and whose fast path found the current chunk empty: a foreign block of class `cls` that `mine`
   /// keeps, or null (then the whole slow path).
