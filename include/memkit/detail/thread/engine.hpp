@@ -211,7 +211,7 @@ public:
       }
       return;
     }
-    free_elsewhere(p, c, mine, bytes);
+    keep_or_free_elsewhere(p, c, mine, bytes);
   }
 
   /// \returns the bytes usable at `p`: its class size, or a large block's requested size.
@@ -557,8 +557,21 @@ private:
     }
   }
 
-  // A free the fast path could not do: a large block, a thread without a heap, or a block of
-  // another heap (batched for its owner, remote.hpp).
+  // A free the fast path could not do, its most common case first, in a function small enough
+  // to need no registers saved: another heap's small block, of a class this heap allocates, kept
+  // here (heap::foreign). Everything else is free_elsewhere's.
+  MEMKIT_NOINLINE void keep_or_free_elsewhere(void* p, chunk* c, heap* mine,
+                                              std::size_t bytes) noexcept {
+    if (mine != nullptr && c->cls < Bins &&
+        mine->keep_foreign(p, c->cls, c->block_size, foreign_limit_[c->cls])) {
+      mine->counters.on_deallocate(bytes);
+      return;
+    }
+    free_elsewhere(p, c, mine, bytes);
+  }
+
+  // A free the fast path could not do and keep_or_free_elsewhere did not keep: a large block, a
+  // thread without a heap, or a block of another heap (batched for its owner, remote.hpp).
   MEMKIT_NOINLINE void free_elsewhere(void* p, chunk* c, heap* h, std::size_t bytes) noexcept {
     if (c->is_large()) {
       if (h != nullptr) {
@@ -570,7 +583,13 @@ private:
       depot_.free_large(c);
       return;
     }
-    if (h == nullptr && (h = bind_heap()) == nullptr) {
+    if (h == nullptr) {
+      if ((h = bind_heap()) != nullptr) {
+        // With the heap just bound: freed where it is if the block is the heap's (an adopted
+        // heap's), else kept or sent on.
+        free(p, c, h, bytes);
+        return;
+      }
       count_unbound_free(bytes);
       if (c->owner == &shared_) {
         const std::lock_guard<std::mutex> lock(shared_mutex_);
@@ -585,14 +604,8 @@ private:
       }
       return;
     }
-    if (c->owner == h) {
-      free(p, c, h, bytes); // the heap just bound is the block's, adopted: freed where it is
-      return;
-    }
     h->counters.on_deallocate(bytes);
-    if (!h->keep_foreign(p, c->cls, c->block_size, foreign_limit_[c->cls])) {
-      h->outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
-    }
+    h->outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
   }
 
   // Sends every foreign block `h` keeps to its owner (a thread's exit): no block waits in a heap
