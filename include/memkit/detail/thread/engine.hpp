@@ -148,25 +148,16 @@ public:
   /// thread that allocates the blocks it freed of other heaps (a server thread taking over what
   /// an exited one allocated) pays no call for them.
   MEMKIT_ALWAYS_INLINE static void* pop_foreign_small(heap& mine, std::size_t bytes) noexcept {
+    static_assert(heap::direct_steps != 0, "the any-size form's classes only");
     const std::size_t cls = table_class_index(bytes);
-    void* const p = mine.take_foreign(cls);
-    if (p != nullptr) {
-      unpoison(p, detail::class_size(cls));
-      mine.counters.on_allocate(bytes);
-    }
-    return p;
+    return hand_out_kept(mine, cls, detail::class_size(cls), bytes);
   }
 
   /// The second step of refill alone, for a caller that keeps the calling thread's heap itself
   /// and whose fast path found the current chunk empty: a foreign block of class `cls` that `mine`
   /// keeps, or null (then the whole slow path).
   void* pop_foreign(heap& mine, std::size_t cls, std::size_t bytes) noexcept {
-    void* const p = mine.take_foreign(cls);
-    if (p != nullptr) {
-      unpoison(p, class_size_[cls]);
-      mine.counters.on_allocate(bytes);
-    }
-    return p;
+    return hand_out_kept(mine, cls, class_size_[cls], bytes);
   }
 
   /// \returns a region of its own for `bytes` aligned to `alignment` (at most page_size, or any
@@ -365,6 +356,18 @@ private:
   using depot_type = depot<Upstream, heap>;
 
   heap* my_heap() const noexcept { return static_cast<heap*>(registry::bound(key_)); }
+
+  // A foreign block of class `cls` (blocks of `block_size`) that `mine` keeps, handed out for a
+  // request of `bytes`; or null.
+  MEMKIT_ALWAYS_INLINE static void*
+  hand_out_kept(heap& mine, std::size_t cls, std::size_t block_size, std::size_t bytes) noexcept {
+    void* const p = mine.take_foreign(cls);
+    if (p != nullptr) {
+      unpoison(p, block_size);
+      mine.counters.on_allocate(bytes);
+    }
+    return p;
+  }
 
   /// The allocation fast path for chunk `c`, the current chunk of a class of `mine`.
   MEMKIT_ALWAYS_INLINE static void* pop(heap& mine, chunk* c, std::size_t bytes) noexcept {
