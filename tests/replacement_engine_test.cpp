@@ -188,6 +188,55 @@ TEST(ReplacementEngine, BlocksOfOtherThreadsFreedHereAreHandedOutAgain) {
   }
 }
 
+// Kept blocks of a class this thread then does not allocate go home at its next tick (every
+// frees_per_tick frees) instead of waiting in its heap until it exits: their owner, still
+// running, gets them back once its current chunk runs dry.
+TEST(ReplacementEngine, KeptBlocksOfAClassNotAllocatedHereGoHomeAtTheNextTick) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
+  }
+  for (const std::size_t size : {64, 2000}) {
+    mr::free(mr::allocate(size, 16)); // this thread's heap has a current chunk of the class
+    std::vector<void*> theirs(32);
+    std::atomic<int> step{0};
+    std::size_t back = 0;
+    std::thread owner([&] {
+      for (void*& p : theirs) {
+        p = mr::allocate(size, 16);
+      }
+      step = 1;
+      while (step.load() != 2) {
+        std::this_thread::yield();
+      }
+      // Two chunks' worth and more: the current chunk runs dry, and the owner then takes what
+      // was sent home.
+      const std::set<void*> sent(theirs.begin(), theirs.end());
+      std::vector<void*> mine(2 * 65536 / size + theirs.size());
+      for (void*& p : mine) {
+        p = mr::allocate(size, 16);
+        back += sent.count(p);
+      }
+      for (void* p : mine) {
+        mr::free(p);
+      }
+    });
+    while (step.load() != 1) {
+      std::this_thread::yield();
+    }
+    for (void* p : theirs) {
+      mr::free(p); // kept here
+    }
+    // Two ticks' worth of frees of another class: the first may follow a hand-out of the class,
+    // the second cannot.
+    for (unsigned i = 0; i < 2 * mr::frees_per_tick + 1; ++i) {
+      mr::free(mr::allocate(200, 16));
+    }
+    step = 2;
+    owner.join();
+    EXPECT_EQ(back, theirs.size()) << size;
+  }
+}
+
 TEST(ReplacementEngine, ShortLivedThreadsReuseHeapsAndTheirBlocksFreeLater) {
   std::vector<void*> left;
   std::mutex m;

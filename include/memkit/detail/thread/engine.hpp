@@ -22,9 +22,11 @@
 //   thread; meanwhile others *reclaim* what was freed to it.
 // - shared heap: serves threads that cannot have a heap of their own, under a lock.
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <mutex>
 #include <new>
 #include <utility>
@@ -299,9 +301,15 @@ public:
     return depot_.purge(os::now_ms(), true);
   }
 
-  /// \effects gives back what has waited long enough (decay.hpp), as any visit to the depot does:
-  /// for a caller whose threads run on their caches alone for a long time.
+  /// \effects sends home the blocks of other heaps the calling thread's heap keeps of each class
+  /// none was handed out of since its last tick that found blocks kept (a thread that frees what
+  /// others allocated but does not allocate that class itself would hold them until its exit), and
+  /// gives back what has waited long enough (decay.hpp), as any visit to the depot does: for a
+  /// caller whose threads run on their caches alone for a long time, every so many frees.
   void tick() noexcept {
+    if (heap* const h = my_heap(); h != nullptr) {
+      send_unused_foreign_home(*h);
+    }
     if constexpr (depot_type::decommits) {
       const std::lock_guard<std::mutex> lock(depot_.mutex());
       depot_.tick();
@@ -615,11 +623,35 @@ private:
   // that has no thread, and an adopted heap starts with none.
   void send_foreign_home(heap& h) noexcept {
     for (std::size_t cls = 0; cls < class_count_; ++cls) {
-      while (void* const p = h.take_foreign(cls)) {
-        const chunk* const c = chunk_of(p);
-        MEMKIT_ASSERT_INTERNAL(c->owner != &h && c->cls == cls);
-        h.outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
+      send_class_home(h, cls);
+    }
+  }
+
+  // Sends home the foreign blocks `h` keeps of each class it handed none out of since the last
+  // call that found blocks kept, and posts them (tick).
+  void send_unused_foreign_home(heap& h) noexcept {
+    unsigned kept = 0; // whether any class keeps a block: a few vector instructions
+    for (const std::uint16_t n : h.foreign_count) {
+      kept |= n;
+    }
+    if (kept == 0) {
+      return;
+    }
+    for (std::size_t cls = 0; cls < class_count_; ++cls) {
+      if (h.foreign_count[cls] != 0 && !h.foreign_taken[cls]) {
+        send_class_home(h, cls);
       }
+    }
+    std::fill(std::begin(h.foreign_taken), std::end(h.foreign_taken), false);
+    h.outgoing.template flush<heap>();
+  }
+
+  // Adds every foreign block of class `cls` that `h` keeps to its owner's outgoing batch.
+  void send_class_home(heap& h, std::size_t cls) noexcept {
+    while (void* const p = h.take_foreign(cls)) {
+      const chunk* const c = chunk_of(p);
+      MEMKIT_ASSERT_INTERNAL(c->owner != &h && c->cls == cls);
+      h.outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
     }
   }
 

@@ -63,6 +63,10 @@ struct heap {
   /// touching more. Bounded per class; they go home at the thread's exit.
   free_list foreign[Bins];
   std::uint16_t foreign_count[Bins] = {};
+  /// Per class, whether a kept block was handed out since the last scavenge (engine::tick): kept
+  /// blocks of a class that is not being allocated here go home then, instead of waiting for the
+  /// thread's exit (tcmalloc's thread cache gives back what stayed unused between scavenges).
+  bool foreign_taken[Bins] = {};
   chunk* spare = nullptr; ///< wholly free chunks kept, linked through next
   std::size_t spare_count = 0;
   heap* next_heap = nullptr;      ///< every heap of the resource
@@ -128,6 +132,7 @@ struct heap {
       return nullptr;
     }
     --foreign_count[cls];
+    foreign_taken[cls] = true;
     return foreign[cls].pop();
   }
 
