@@ -211,7 +211,7 @@ TEST(ReplacementEngine, KeptBlocksOfAClassNotAllocatedHereGoHomeAtTheNextTick) {
       // Two chunks' worth and more: the current chunk runs dry, and the owner then takes what
       // was sent home.
       const std::set<void*> sent(theirs.begin(), theirs.end());
-      std::vector<void*> mine(2 * 65536 / size + theirs.size());
+      std::vector<void*> mine(2 * memkit::detail::thread::chunk_size / size + theirs.size());
       for (void*& p : mine) {
         p = mr::allocate(size, 16);
         back += sent.count(p);

@@ -60,7 +60,8 @@ struct heap {
   /// before the current chunk carves new memory (keep_foreign, take_foreign): as a thread cache of
   /// tcmalloc or jemalloc keeps whatever block is freed on its thread, so a thread that frees what
   /// another (or an exited) thread allocated reuses that memory instead of sending it home and
-  /// touching more. Bounded per class; they go home at the thread's exit.
+  /// touching more. Bounded per class; they go home at the thread's exit, or earlier
+  /// (engine::tick) when none of their class is handed out between two ticks.
   free_list foreign[Bins];
   std::uint16_t foreign_count[Bins] = {};
   /// Per class, whether a kept block was handed out since the last scavenge (engine::tick): kept
