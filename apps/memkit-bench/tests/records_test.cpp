@@ -65,10 +65,13 @@ std::vector<result> rows() { return {every_field_set(1), every_field_set(2)}; }
 
 TEST(Records, ResultJsonReadBackIsTheIdentity) {
   const std::vector<result> written = rows();
-  const nlohmann::json doc = to_json(written, describe_run(), {});
+  // One description for both documents: its date is read from the clock, which may turn a second
+  // between two calls.
+  const auto run = describe_run();
+  const nlohmann::json doc = to_json(written, run, {});
   const std::vector<result> read = rows_from_json(nlohmann::json::parse(doc.dump(1)));
   EXPECT_EQ(read, written); // every member, listed or not: a field missing from the list fails
-  EXPECT_EQ(to_json(read, describe_run(), {}), doc);
+  EXPECT_EQ(to_json(read, run, {}), doc);
 }
 
 /// \returns `T` with every field of its list set to a value of its own (1, 2, ...), and in
