@@ -457,6 +457,13 @@ std::uint64_t mix(std::uint64_t k) noexcept {
   return k;
 }
 
+/// \returns the slot of the call site `key` in a thread's table: return addresses differ in their
+/// low bits within a page and in the page number across pages, so the two folded together spread
+/// them in three instructions.
+std::uint32_t site_slot(std::uint64_t key) noexcept {
+  return static_cast<std::uint32_t>((key ^ (key >> 12)) & (site_slots - 1));
+}
+
 /// \returns the frames of the call site whose innermost frame is `caller`: stack:N's N of them,
 /// unwound by the C library, or `caller` alone when it is not on the unwound stack.
 std::size_t unwind(const void* caller, std::uint64_t* frames) noexcept {
@@ -491,7 +498,7 @@ MEMKIT_NOINLINE std::uint32_t site_of_slow(thread_record& r, const void* caller,
       key = mix(key ^ frames[i]) | 1;
     }
   }
-  const auto slot = static_cast<std::uint32_t>(mix(key) & (site_slots - 1));
+  const auto slot = site_slot(key);
   if (r.site_keys[slot] != key) {
     r.site_keys[slot] = key;
     tr::event s;
@@ -511,7 +518,7 @@ MEMKIT_ALWAYS_INLINE std::uint32_t site_of(thread_record& r, const void* caller,
                                            std::uint64_t time) noexcept {
   const auto key = reinterpret_cast<std::uintptr_t>(caller);
   if (MEMKIT_LIKELY(rec.depth == 1 && key != 0)) {
-    const auto slot = static_cast<std::uint32_t>(mix(key) & (site_slots - 1));
+    const auto slot = site_slot(key);
     if (MEMKIT_LIKELY(r.site_keys[slot] == key)) {
       return slot;
     }
@@ -563,24 +570,34 @@ MEMKIT_ALWAYS_INLINE std::uint64_t stamp(thread_record& r) noexcept {
 
 /// Records the call `c` (its time already set) with the site of `caller`, and leaves the
 /// recorder. The kinds most calls are, malloc's and free's fields, get an encoder of their own
-/// with the tests of the fields they lack folded away.
+/// with the tests of the fields they lack folded away, inlined here so that `c` stays in
+/// registers; the other kinds' encoder takes a copy of it, so that its address does not escape
+/// either (a spilled `c` and an encoder called out of line cost 20 instructions a call,
+/// bench/instructions.sh).
 MEMKIT_ALWAYS_INLINE void commit(thread_record& r, tr::call_fields& c,
                                  const void* caller) noexcept {
   c.site = site_of(r, caller, c.time_ns);
   const int f = tr::kind_fields(static_cast<std::uint8_t>(c.kind));
   if (f == tr::fields::alloc) {
-    put_with(r, c.time_ns, [&] { return r.enc.put_call(c, tr::fields::alloc); });
+    put_with(
+        r, c.time_ns, [&]() __attribute__((always_inline)) {
+          return r.enc.put_call(c, tr::fields::alloc);
+        });
   } else if (f == tr::fields::free) {
-    put_with(r, c.time_ns, [&] { return r.enc.put_call(c, tr::fields::free); });
+    put_with(
+        r, c.time_ns, [&]() __attribute__((always_inline)) {
+          return r.enc.put_call(c, tr::fields::free);
+        });
   } else {
-    put_with(r, c.time_ns, [&] { return r.enc.put_call(c, f); });
+    put_with(r, c.time_ns, [&r, c, f] { return r.enc.put_call(c, f); });
   }
   mine.in_recorder = false;
 }
 
-/// Records a call of kind `k` from `caller` on `block`, stamped now.
-MEMKIT_NOINLINE void record_call(trace_kind k, const void* caller, void* block, std::size_t size,
-                                 std::size_t alignment) noexcept {
+/// Records a call of kind `k` from `caller` on `block`, stamped now. Inlined into the two slow
+/// paths that call it, which saves one function's entry and exit a call.
+MEMKIT_ALWAYS_INLINE void record_call(trace_kind k, const void* caller, void* block,
+                                      std::size_t size, std::size_t alignment) noexcept {
   if (thread_record* r = enter(); r != nullptr) {
     tr::call_fields c{
         k, stamp(*r), tr::no_site, 0, size, alignment, reinterpret_cast<std::uintptr_t>(block)};
