@@ -41,7 +41,7 @@ std::atomic<int> heap_state{0}; // 0: none, 1: being made, 2: made
 process_heap::process_heap() noexcept
     : engine_(heap_name, detail::thread::any_size_classes.sizes, detail::thread::any_size_bins,
               thread_cached_options{}.cached_chunks, thread_cached_options{}.batch_blocks,
-              os_upstream{}) {}
+              os_upstream{}, false) {} // it ticks every frees_per_tick frees (heap.hpp)
 
 process_heap* make_process_heap() noexcept {
   int expected = 0;

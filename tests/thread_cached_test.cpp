@@ -403,6 +403,22 @@ TEST(ThreadCached, BlocksFreedAfterTheirOwnerExitedAreReused) {
   }
 }
 
+// Allocates 64-byte blocks from `r` until every block of `sent` came back or a chunk's worth and
+// more was handed out, then frees them. \returns how many of `sent` came back.
+template <class Resource>
+std::size_t allocate_until_back(Resource& r, const std::set<void*>& sent) {
+  std::vector<void*> again;
+  std::size_t found = 0;
+  for (std::size_t i = 0; i < 65536 / 64 + sent.size() && found < sent.size(); ++i) {
+    again.push_back(r.allocate(64));
+    found += sent.count(again.back());
+  }
+  for (void* p : again) {
+    r.deallocate(p, 64);
+  }
+  return found;
+}
+
 // A thread that allocates a class keeps blocks of that class other threads allocated when it
 // frees them, and hands them out before it carves new memory; one that never allocates the class
 // sends them home at once; and a thread's exit sends what it kept home.
@@ -452,14 +468,7 @@ TEST(ThreadCached, ForeignBlocksAreKeptWhereTheirClassIsAllocated) {
       cv.notify_all();
       cv.wait(lock, [&] { return freed; });
     }
-    std::vector<void*> again;
-    for (std::size_t i = 0; i < 65536 / 64 + n && found < n; ++i) {
-      again.push_back(r.allocate(64));
-      found += sent.count(again.back());
-    }
-    for (void* p : again) {
-      r.deallocate(p, 64);
-    }
+    found = allocate_until_back(r, sent);
   });
   {
     std::unique_lock<std::mutex> lock(m);
@@ -478,6 +487,60 @@ TEST(ThreadCached, ForeignBlocksAreKeptWhereTheirClassIsAllocated) {
   cv.notify_all();
   owner.join();
   EXPECT_EQ(found, n) << "the exited thread's kept blocks went home";
+}
+
+// A thread that kept other threads' blocks of a class and then allocates only other classes
+// sends the kept ones home every 64 times it runs out of a class (engine::refills_per_tick),
+// rather than at its exit: their owner, still running, finds them once its chunk is used up,
+// while the thread that kept them still runs. Without the tick it found none.
+TEST(ThreadCached, KeptBlocksGoHomeWhileTheThreadAllocatesOtherClasses) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  constexpr std::size_t n = 32;
+  std::vector<void*> theirs(n);
+  std::mutex m;
+  std::condition_variable cv;
+  int step = 0; // 1: the owner allocated; 2: the other thread kept them; 3: the owner looked
+  std::size_t found = 0;
+  auto advance = [&](int to) {
+    const std::lock_guard<std::mutex> lock(m);
+    step = to;
+    cv.notify_all();
+  };
+  auto await = [&](int at) {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return step >= at; });
+  };
+  std::thread owner([&] {
+    for (void*& p : theirs) {
+      p = r.allocate(64);
+    }
+    const std::set<void*> sent(theirs.begin(), theirs.end());
+    advance(1);
+    await(2);
+    found = allocate_until_back(r, sent);
+    advance(3);
+  });
+  std::thread keeper([&] {
+    await(1);
+    r.deallocate(r.allocate(64), 64); // a current chunk of the class: it keeps the owner's blocks
+    for (void* p : theirs) {
+      r.deallocate(p, 64);
+    }
+    // Then 200-byte blocks only: a refill each page carved (20 blocks), three ticks' worth.
+    std::vector<void*> others;
+    for (std::size_t i = 0; i < 3 * 64 * (4096 / 200 + 1); ++i) {
+      others.push_back(r.allocate(200));
+    }
+    advance(2);
+    await(3);
+    for (void* p : others) {
+      r.deallocate(p, 200);
+    }
+  });
+  owner.join();
+  keeper.join();
+  EXPECT_EQ(found, n);
 }
 
 TEST(ThreadCached, TwoThreadsNeverGetBlocksOnOneCacheLine) {

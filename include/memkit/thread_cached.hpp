@@ -109,9 +109,11 @@ protected:
 ///   owning heap and the class, so `deallocate(p)` needs no size and finds the owner in O(1).
 ///   Requests above `max_class_size()` get a region of their own (a chunk header, then the block),
 ///   returned to the upstream when freed.
-/// - Remote frees: a block freed on another thread is collected with others for the same owner
-///   and posted as one chain with one CAS; the owner takes its whole queue with one exchange when
-///   its free list runs dry (detail/thread/remote.hpp).
+/// - Remote frees: a block freed on another thread is kept by that thread's heap if it allocates
+///   the block's class (up to 64 KiB a class, handed out before new memory is carved, and sent home
+///   every 64 times the thread runs out of a class if none was handed out meanwhile), or collected
+///   with others for the same owner and posted as one chain with one CAS; the owner takes its
+///   whole queue with one exchange when its free list runs dry (detail/thread/remote.hpp).
 /// - Bounds: a heap keeps at most `cached_chunks` wholly free chunks; the rest go to a depot,
 ///   shared under a lock, that every heap takes chunks from before the upstream is asked.
 /// - Thread exit: the thread's pending batches are posted, its free chunks go to the depot, and

@@ -75,10 +75,15 @@ public:
   static constexpr std::size_t any_class = static_cast<std::size_t>(-1);
 
   /// `cached_chunks`, `batch_blocks`: thread_cached_options (thread_cached.hpp).
+  /// `refills_tick`: whether a heap sends home the foreign blocks it does not use every
+  /// refills_per_tick refills (the resources), or the caller calls tick() itself (the global
+  /// replacement, every so many frees).
   engine(const char* name, const std::uint32_t* class_sizes, std::size_t class_count,
-         std::size_t cached_chunks, std::size_t batch_blocks, Upstream&& upstream) noexcept
+         std::size_t cached_chunks, std::size_t batch_blocks, Upstream&& upstream,
+         bool refills_tick = true) noexcept
       : name_(name), class_count_(class_count), cached_chunks_(cached_chunks),
-        batch_blocks_(batch_blocks == 0 ? 1 : batch_blocks), depot_(std::move(upstream)) {
+        batch_blocks_(batch_blocks == 0 ? 1 : batch_blocks), refills_tick_(refills_tick),
+        depot_(std::move(upstream)) {
     for (std::size_t i = 0; i < class_count; ++i) {
       class_size_[i] = class_sizes[i];
       const std::size_t by_bytes = foreign_bytes / class_sizes[i];
@@ -442,6 +447,9 @@ private:
     if (void* const p = h.take_foreign(cls); p != nullptr) {
       return p; // its chunk counted it as used all along
     }
+    if (refills_tick_ && (++h.refills & (refills_per_tick - 1)) == 0) {
+      send_unused_foreign_home(h); // none of `cls` is kept now: the others' may go
+    }
     if (!c->fresh.exhausted()) {
       return carve_and_take(c);
     }
@@ -756,6 +764,12 @@ private:
   std::size_t class_count_;
   std::size_t cached_chunks_;
   std::size_t batch_blocks_;
+  bool refills_tick_;
+  /// A heap's refills (found no free or kept block of a class) between two of its ticks, when it
+  /// ticks by refills: a thread that freed other threads' blocks of a class it then stops
+  /// allocating gives them back while it allocates others, rather than at its exit.
+  static constexpr std::uint32_t refills_per_tick = 64;
+  static_assert((refills_per_tick & (refills_per_tick - 1)) == 0, "counted by masking");
   /// Per class, the foreign blocks a heap keeps: foreign_bytes' worth, within [foreign_min,
   /// foreign_max] blocks.
   static constexpr std::size_t foreign_bytes = 64 * 1024;

@@ -73,6 +73,7 @@ struct heap {
   heap* next_heap = nullptr;      ///< every heap of the resource
   heap* next_abandoned = nullptr; ///< heaps whose thread exited
   bool abandoned = false;
+  std::uint32_t refills = 0; ///< engine::refill's runs past the kept blocks, for its tick
   thread::counters counters;
 
   heap() noexcept {
