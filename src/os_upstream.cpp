@@ -3,6 +3,7 @@
 #include "os_upstream.hpp"
 
 #include "memkit/detail/base/align.hpp"
+#include "memkit/detail/base/assert.hpp"
 #include "memkit/detail/base/os.hpp"
 #include "memkit/detail/thread/chunk.hpp"
 #include "memkit/detail/thread/decay.hpp"
@@ -82,7 +83,9 @@ void* os_upstream::try_allocate(std::size_t bytes, std::size_t alignment) noexce
   if (n == 0) {
     return nullptr;
   }
-  void* p = take_kept(n, alignment);
+  // A large block's region (the engine asks for a chunk's alignment, a block aligned to more
+  // asks for its own) comes from the region heap; the engine's own structures are mapped.
+  void* p = alignment == detail::thread::chunk_size ? carve_region(n) : nullptr;
   if (p == nullptr && (p = map(n, region_alignment(alignment))) == nullptr) {
     return nullptr;
   }
@@ -108,33 +111,11 @@ void os_upstream::deallocate(void* p, std::size_t bytes, std::size_t alignment) 
   }
   const std::size_t n = region_size(bytes);
   regions_in_use_ -= n;
-  keep(p, n);
-}
-
-void os_upstream::keep(void* p, std::size_t bytes) noexcept {
-  const std::size_t limit = regions_peak_ > cache_bytes_floor ? regions_peak_ : cache_bytes_floor;
-  if (bytes > limit) {
-    unmap(p, bytes);
-    return;
+  if (in_region_heap(p)) {
+    free_region(static_cast<char*>(p), heap_size(n));
+  } else {
+    unmap(p, n);
   }
-  while (kept_count_ == cache_slots || kept_bytes_ + bytes > limit) {
-    drop_kept(0); // the oldest
-  }
-  // Joined to a kept neighbour (mmap places regions next to each other), the range can serve a
-  // larger request where it lies. It goes last, as the newest: the entries stay in the order of
-  // their last use, which purge relies on.
-  auto* base = static_cast<char*>(p);
-  for (std::size_t i = kept_count_; i-- > 0;) {
-    auto* const k = static_cast<char*>(kept_[i].base);
-    if (k + kept_[i].bytes == base || base + bytes == k) {
-      base = k < base ? k : base;
-      bytes += kept_[i].bytes;
-      erase_kept(i);
-      i = kept_count_; // a range joined on one side may now touch another entry
-    }
-  }
-  kept_[kept_count_++] = {base, bytes, detail::os::now_ms()};
-  kept_bytes_ += bytes;
 }
 
 void os_upstream::decommit(void* p, std::size_t bytes) noexcept {
@@ -148,86 +129,231 @@ bool os_upstream::recommit(void* p, std::size_t bytes) noexcept {
 }
 
 std::size_t os_upstream::purge(bool everything) noexcept {
-  if (kept_count_ == 0) {
+  if (spans_committed_ == 0) {
     return 0;
   }
   const std::uint64_t now = detail::os::now_ms();
-  std::size_t given = 0;
-  // Oldest first: the entries are in the order they were freed.
-  while (kept_count_ != 0 && (everything || now - kept_[0].freed_at >= delay_ms)) {
-    given += kept_[0].bytes;
-    drop_kept(0);
+  if (!everything && now < purge_at_) {
+    return 0;
   }
+  std::size_t given = 0;
+  purge_at_ = static_cast<std::uint64_t>(-1);
+  for (std::size_t i = 0; i != span_count_; ++i) {
+    span& s = spans_[i];
+    if (!s.committed) {
+      continue;
+    }
+    if (everything || now - s.freed_at >= delay_ms) {
+      given += s.bytes;
+      decommit_span(s);
+    } else if (s.freed_at + delay_ms < purge_at_) {
+      purge_at_ = s.freed_at + delay_ms;
+    }
+  }
+  shrink_heap();
   return given;
 }
 
-void* os_upstream::take_kept(std::size_t bytes, std::size_t alignment) noexcept {
-  // The smallest region that holds the request where it lies, the newest of equals (the likeliest
-  // to be still in the caches): the rest of it stays kept.
-  std::size_t best = kept_count_;
-  for (std::size_t i = kept_count_; i-- > 0;) {
-    if (kept_[i].bytes >= bytes && detail::is_aligned(kept_[i].base, alignment) &&
-        (best == kept_count_ || kept_[i].bytes < kept_[best].bytes)) {
+void* os_upstream::carve_region(std::size_t bytes) noexcept {
+  if (!heap_tried_) {
+    heap_tried_ = true;
+    heap_ = static_cast<char*>(
+        detail::os::map_aligned(region_heap_size, detail::thread::chunk_size, true));
+    heap_top_ = heap_;
+  }
+  if (heap_ == nullptr || heap_regions_ + 1 == max_spans) {
+    return nullptr;
+  }
+  bytes = heap_size(bytes);
+  // The smallest span that holds the request, committed ones first (their pages are resident),
+  // the one at the top after the others of its kind (so the heap is laid out as it would grow
+  // from empty, and can shrink from the top), the most recently used of equals (the likeliest to
+  // be still in the caches).
+  const auto better = [this](const span& a, const span& b) {
+    if (a.committed != b.committed) {
+      return a.committed;
+    }
+    const bool a_top = a.base + a.bytes == heap_top_;
+    if (a_top != (b.base + b.bytes == heap_top_)) {
+      return !a_top;
+    }
+    return a.bytes != b.bytes ? a.bytes < b.bytes : a.freed_at > b.freed_at;
+  };
+  std::size_t best = span_count_;
+  for (std::size_t i = 0; i != span_count_; ++i) {
+    if (spans_[i].bytes >= bytes && (best == span_count_ || better(spans_[i], spans_[best]))) {
       best = i;
     }
   }
-  if (best == kept_count_) {
-    return gather_kept(bytes, alignment);
+  void* const p = best != span_count_ ? carve_span(best, bytes) : grow_heap(bytes);
+  if (p != nullptr) {
+    ++heap_regions_;
   }
-  void* const p = kept_[best].base;
-  take_front(best, bytes);
   return p;
 }
 
-void* os_upstream::gather_kept(std::size_t bytes, std::size_t alignment) noexcept {
-  if (kept_count_ == 0 || !detail::os::moves_many_mappings()) {
-    return nullptr; // a moved range is one mapping per part: a kernel that cannot move it again
-                    // would strand it
-  }
-  auto* to = static_cast<char*>(map(bytes, region_alignment(alignment)));
-  if (to == nullptr) {
+void* os_upstream::carve_span(std::size_t i, std::size_t bytes) noexcept {
+  span& s = spans_[i];
+  char* const p = s.base;
+  if (s.committed) {
+    spans_committed_ -= bytes;
+  } else if (!commit_range(p, bytes)) {
     return nullptr;
   }
-  std::size_t filled = 0;
-  while (filled != bytes && kept_count_ != 0) {
-    const kept& k = kept_[kept_count_ - 1];
-    const std::size_t n = k.bytes < bytes - filled ? k.bytes : bytes - filled;
-    if (!detail::os::move_pages(k.base, n, to + filled)) {
-      // Out of mappings: the rest stays fresh, if the kernel lets its range be mapped again.
-      if (detail::os::map_over(to + filled, n)) {
-        return to;
-      }
-      unmap(to, bytes);
-      return nullptr;
+  if (s.bytes == bytes) {
+    erase_span(i);
+  } else {
+    s.base += bytes;
+    s.bytes -= bytes;
+  }
+  return p;
+}
+
+void* os_upstream::grow_heap(std::size_t bytes) noexcept {
+  // A free span that ends at the top (smaller than the request: none holds it) becomes the
+  // request's first part, and only the rest is new.
+  span* const last =
+      span_count_ != 0 && spans_[span_count_ - 1].base + spans_[span_count_ - 1].bytes == heap_top_
+          ? &spans_[span_count_ - 1]
+          : nullptr;
+  char* const p = last != nullptr ? last->base : heap_top_;
+  if (bytes > static_cast<std::size_t>(heap_ + region_heap_size - p)) {
+    return nullptr;
+  }
+  char* const from = last != nullptr && last->committed ? heap_top_ : p;
+  if (!commit_range(from, static_cast<std::size_t>(p + bytes - from))) {
+    return nullptr;
+  }
+  if (last != nullptr) {
+    if (last->committed) {
+      spans_committed_ -= last->bytes;
     }
-    mapped_ -= n; // the pages are counted once, in `to`
-    take_front(kept_count_ - 1, n);
-    filled += n;
+    erase_span(span_count_ - 1);
   }
-  return to;
+  heap_top_ = p + bytes;
+  return p;
 }
 
-void os_upstream::take_front(std::size_t i, std::size_t bytes) noexcept {
-  if (kept_[i].bytes == bytes) {
-    erase_kept(i);
-    return;
+void os_upstream::free_region(char* p, std::size_t bytes) noexcept {
+  --heap_regions_;
+  span joined{p, bytes, detail::os::now_ms(), true};
+  std::size_t committed = bytes; // bytes of `joined` committed so far
+  std::size_t i = 0;             // the first span above p
+  for (std::size_t n = span_count_; n != 0;) {
+    const std::size_t half = n / 2;
+    if (spans_[i + half].base < p) {
+      i += half + 1;
+      n -= half + 1;
+    } else {
+      n = half;
+    }
   }
-  kept_[i].base = static_cast<char*>(kept_[i].base) + bytes;
-  kept_[i].bytes -= bytes;
-  kept_bytes_ -= bytes;
+  // Joined to its free neighbours and committed whole: a decommitted neighbour is recommitted (its
+  // pages come only when touched), or, if the OS refuses, the whole span is decommitted.
+  const auto join = [&](std::size_t k) {
+    span& s = spans_[k];
+    if (s.committed || (joined.committed && commit_range(s.base, s.bytes))) {
+      committed += s.bytes;
+      spans_committed_ += s.committed ? 0 : s.bytes;
+    } else {
+      joined.committed = false;
+    }
+    joined.base = s.base < joined.base ? s.base : joined.base;
+    joined.bytes += s.bytes;
+    erase_span(k);
+  };
+  if (i != span_count_ && p + bytes == spans_[i].base) {
+    join(i);
+  }
+  if (i != 0 && spans_[i - 1].base + spans_[i - 1].bytes == p) {
+    join(--i);
+  }
+  spans_committed_ += bytes;
+  insert_span(i, joined);
+  if (!joined.committed) {
+    decommit(joined.base, joined.bytes);
+    mapped_ -= committed;
+    spans_committed_ -= committed;
+  } else if (joined.freed_at + delay_ms < purge_at_) {
+    purge_at_ = joined.freed_at + delay_ms;
+  }
+  MEMKIT_ASSERT_INTERNAL(span_count_ <= heap_regions_ + 1);
+  MEMKIT_ASSERT_INTERNAL((i == 0 || spans_[i - 1].base + spans_[i - 1].bytes < joined.base) &&
+                         (i + 1 == span_count_ || joined.base + joined.bytes < spans_[i + 1].base));
+  const std::size_t limit = regions_peak_ + regions_peak_ / 4;
+  keep_within(limit > kept_bytes_floor ? limit : kept_bytes_floor);
+  shrink_heap();
 }
 
-void os_upstream::drop_kept(std::size_t i) noexcept {
-  unmap(kept_[i].base, kept_[i].bytes);
-  erase_kept(i);
+void os_upstream::keep_within(std::size_t limit) noexcept {
+  while (spans_committed_ > limit) {
+    // The highest pages of a span at the top go first, to the address space above the heap: the
+    // rest of the span stays committed. Then the oldest spans, whole.
+    span& top = spans_[span_count_ - 1];
+    if (top.committed && top.base + top.bytes == heap_top_) {
+      const std::size_t excess =
+          detail::round_up(spans_committed_ - limit, detail::thread::chunk_size);
+      const std::size_t n = excess < top.bytes ? excess : top.bytes;
+      heap_top_ -= n;
+      decommit(heap_top_, n);
+      mapped_ -= n;
+      spans_committed_ -= n;
+      top.bytes -= n;
+      if (top.bytes == 0) {
+        erase_span(span_count_ - 1);
+      }
+      continue;
+    }
+    span* oldest = nullptr;
+    for (std::size_t i = 0; i != span_count_; ++i) {
+      if (spans_[i].committed && (oldest == nullptr || spans_[i].freed_at < oldest->freed_at)) {
+        oldest = &spans_[i];
+      }
+    }
+    decommit_span(*oldest);
+  }
 }
 
-void os_upstream::erase_kept(std::size_t i) noexcept {
-  kept_bytes_ -= kept_[i].bytes;
-  for (std::size_t j = i + 1; j < kept_count_; ++j) {
-    kept_[j - 1] = kept_[j];
+void os_upstream::decommit_span(span& s) noexcept {
+  decommit(s.base, s.bytes);
+  mapped_ -= s.bytes;
+  spans_committed_ -= s.bytes;
+  s.committed = false;
+}
+
+void os_upstream::shrink_heap() noexcept {
+  // A decommitted span at the top is as the address space above it: the heap ends below it.
+  if (span_count_ != 0) {
+    const span& s = spans_[span_count_ - 1];
+    if (!s.committed && s.base + s.bytes == heap_top_) {
+      heap_top_ = s.base;
+      erase_span(span_count_ - 1);
+    }
   }
-  --kept_count_;
+}
+
+void os_upstream::insert_span(std::size_t i, const span& s) noexcept {
+  MEMKIT_ASSERT_INTERNAL(span_count_ != max_spans);
+  for (std::size_t j = span_count_; j > i; --j) {
+    spans_[j] = spans_[j - 1];
+  }
+  spans_[i] = s;
+  ++span_count_;
+}
+
+void os_upstream::erase_span(std::size_t i) noexcept {
+  for (std::size_t j = i + 1; j < span_count_; ++j) {
+    spans_[j - 1] = spans_[j];
+  }
+  --span_count_;
+}
+
+bool os_upstream::commit_range(char* p, std::size_t bytes) noexcept {
+  if (!detail::os::commit(p, bytes)) {
+    return false;
+  }
+  count_mapped(bytes);
+  return true;
 }
 
 void* os_upstream::map(std::size_t bytes, std::size_t alignment) noexcept {

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 // src/os_upstream.hpp: the global replacement's upstream: memory mapped from the OS, chunks carved
-// from larger reservations, and a small cache of large regions that decays back to the OS.
+// from larger reservations, and a heap of large regions whose free spans decay back to the OS.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "memkit/detail/base/align.hpp"
+#include "memkit/detail/thread/chunk.hpp"
 #include "memkit/upstream.hpp"
 
 namespace memkit::replacement {
@@ -20,16 +21,20 @@ namespace memkit::replacement {
 ///   never unmapped: a chunk-sized request given back (a large block's region can be one) is
 ///   decommitted (all but its first page, which links it to the next) and kept for the next, so
 ///   no other mapping takes its place;
-/// - every other request maps a region of its own, its size rounded up on a grid of eight steps
-///   per power of two (at most 12.5 % above the request), so a freed region fits any later request
-///   that rounds to the same size;
-/// - a freed region is kept for reuse, its pages resident: at most `cache_slots` of them, and in
-///   all the larger of `cache_bytes_floor` and the most bytes the program's regions ever held at
-///   once (so the kept memory never takes more than the program itself once did), oldest evicted
-///   first; a kept region is unmapped once it has been unused for `delay_ms` (checked whenever
-///   the upstream is called, and by `purge`). A request takes the smallest kept region that holds
-///   it, the rest staying kept; if none does, the kept regions' pages are moved into a fresh
-///   mapping for it (mremap, newest first: no copy, no page fault), as far as they go;
+/// - every other request (a large block's region) is `region_size` bytes carved from the region
+///   heap: `region_heap_size` bytes of address space reserved at the first such request, where a
+///   freed region joins its free neighbours into one span, as in tcmalloc's page heap. A request
+///   takes the smallest span that holds it, committed ones first (their pages are resident: no
+///   page fault), or grows the heap at its top, joined to a free span that ends there; so a
+///   program that frees its large blocks and allocates others of any size makes no system call.
+///   Free spans stay committed up to the larger of `kept_bytes_floor` and 1.25 times the most
+///   bytes the regions ever held at once (the kept memory never takes much more than the program
+///   itself once did; the quarter is room for the holes between regions, without which a program
+///   whose live set repeats would fault in its growth each time), the top of the heap or else the
+///   oldest decommitted first, and each at most `delay_ms` after its last use (checked whenever
+///   the upstream is called, and by `purge`). A request with an alignment above a chunk,
+///   or one the heap cannot hold (no reservation, `max_spans` regions live in it, or full), maps a
+///   region of its own and unmaps it when freed;
 /// - the engine's depot decommits chunks left unused for `delay_ms` (detail/thread/decay.hpp).
 ///
 /// Not thread-safe: the engine calls its upstream only under its own lock.
@@ -39,8 +44,12 @@ public:
   /// 32 GiB of address space (of x86-64's 128 TiB for a process), half a million chunks: the
   /// most valgrind lets a program reserve at once, so its tools measure the same fast paths.
   static constexpr std::size_t arena_size = std::size_t{32} << 30;
-  static constexpr std::size_t cache_slots = 32;
-  static constexpr std::size_t cache_bytes_floor = std::size_t{64} << 20;
+  /// The region heap's address space: as much again.
+  static constexpr std::size_t region_heap_size = std::size_t{32} << 30;
+  /// The most regions live in the region heap at once: its free spans, which lie between them,
+  /// are at most one more, in a table of that many.
+  static constexpr std::size_t max_spans = 1024;
+  static constexpr std::size_t kept_bytes_floor = std::size_t{64} << 20;
 
   /// How long memory freed to the replacement may stay with it before it goes back to the OS.
   static constexpr std::uint64_t delay_ms = 100;
@@ -61,46 +70,71 @@ public:
   /// the OS did (it may refuse under RLIMIT_DATA or strict overcommit).
   bool recommit(void* p, std::size_t bytes) noexcept;
 
-  /// \effects unmaps every kept region unused for `delay_ms` (all of them if `everything`).
-  /// \returns the bytes given back.
+  /// \effects decommits every free span of the region heap unused for `delay_ms` (all of them if
+  /// `everything`). \returns the bytes given back.
   std::size_t purge(bool everything) noexcept;
 
-  /// \returns the bytes mapped now and at most so far (reservations count whole).
+  /// \returns the bytes mapped now and at most so far: committed in the arena and the region
+  /// heap, or mapped outside them (reservations count whole).
   std::size_t mapped() const noexcept { return mapped_; }
   std::size_t peak_mapped() const noexcept { return peak_mapped_; }
 
-  /// \returns the size a region for `bytes` is mapped with (0 if it cannot be).
+  /// \returns the size a region for `bytes` is mapped with (0 if it cannot be): on a grid of
+  /// eight steps per power of two, at most 12.5 % above the request, so a region freed fits a
+  /// later request that rounds to the same size.
   static std::size_t region_size(std::size_t bytes) noexcept;
+  /// \returns the bytes the region heap carves for a region of `bytes` (region_size): whole
+  /// chunks, so the next region carved after it is aligned to one.
+  static std::size_t heap_size(std::size_t bytes) noexcept {
+    return detail::round_up(bytes, detail::thread::chunk_size);
+  }
 
 private:
-  struct kept {
-    void* base;
+  /// A free range of the region heap. Invariant: the spans are in address order, none touches
+  /// another (a freed region joins its neighbours), and every byte of a span is committed or
+  /// every byte decommitted; the committed ones' bytes add up to spans_committed_.
+  struct span {
+    char* base;
     std::size_t bytes;
-    std::uint64_t freed_at;
+    std::uint64_t freed_at; ///< its last use: when the last region joined into it was freed
+    bool committed;
   };
 
   void* map(std::size_t bytes, std::size_t alignment) noexcept;
   void unmap(void* p, std::size_t bytes) noexcept;
-  void keep(void* p, std::size_t bytes) noexcept;
-  void* take_kept(std::size_t bytes, std::size_t alignment) noexcept;
-  void* gather_kept(std::size_t bytes, std::size_t alignment) noexcept;
-  void take_front(std::size_t i, std::size_t bytes) noexcept;
-  void drop_kept(std::size_t i) noexcept;
-  void erase_kept(std::size_t i) noexcept;
+  void count_mapped(std::size_t bytes) noexcept;
 
   bool in_arena(const void* p) const noexcept {
     return arena_ != nullptr && detail::address(p) - detail::address(arena_) < arena_size;
   }
-  void count_mapped(std::size_t bytes) noexcept;
+  bool in_region_heap(const void* p) const noexcept {
+    return heap_ != nullptr && detail::address(p) - detail::address(heap_) < region_heap_size;
+  }
+  void* carve_region(std::size_t bytes) noexcept;
+  void* carve_span(std::size_t i, std::size_t bytes) noexcept;
+  void* grow_heap(std::size_t bytes) noexcept;
+  void free_region(char* p, std::size_t bytes) noexcept;
+  bool join_committed(span& s) noexcept;
+  void decommit_span(span& s) noexcept;
+  void keep_within(std::size_t limit) noexcept;
+  void shrink_heap() noexcept;
+  void insert_span(std::size_t i, const span& s) noexcept;
+  void erase_span(std::size_t i) noexcept;
+  bool commit_range(char* p, std::size_t bytes) noexcept;
 
   char* arena_ = nullptr;      ///< the arena's base, or null
   char* arena_next_ = nullptr; ///< its first reservation not committed yet
   void* arena_free_ = nullptr; ///< chunks of it given back, linked through their first word
   char* reserved_ = nullptr;   ///< next chunk of the current reservation
   char* reserved_end_ = nullptr;
-  kept kept_[cache_slots] = {};
-  std::size_t kept_count_ = 0;
-  std::size_t kept_bytes_ = 0;
+  char* heap_ = nullptr;     ///< the region heap's base, or null
+  char* heap_top_ = nullptr; ///< its first byte never carved, or given back whole
+  bool heap_tried_ = false;  ///< whether its reservation was attempted
+  span spans_[max_spans] = {};
+  std::size_t span_count_ = 0;
+  std::size_t spans_committed_ = 0;                         ///< bytes of the committed free spans
+  std::uint64_t purge_at_ = static_cast<std::uint64_t>(-1); ///< when one may be due (purge)
+  std::size_t heap_regions_ = 0;                            ///< regions live in the region heap
   std::size_t regions_in_use_ = 0; ///< bytes of the regions handed out and not given back
   std::size_t regions_peak_ = 0;   ///< the most of them at once
   std::size_t mapped_ = 0;

@@ -39,6 +39,36 @@ TEST(ChunkMap, FindsTheBaseOfEveryWindowOfARangeAndNothingElse) {
   EXPECT_TRUE(spy.errors().empty());
 }
 
+TEST(ChunkMap, ARangeAcrossLeavesIsRecordedAndForgottenWindowByWindow) {
+  memkit::test::spy_resource spy;
+  {
+    memkit::detail::chunk_map<shift> map;
+    // 2,100 windows from 10 below a 2^26 boundary: the ends of three leaves (1,024 windows each
+    // at this shift), and a neighbour on either side.
+    const std::uintptr_t base = 0x7f1200000000 + (std::uintptr_t{1} << 26) - 10 * window;
+    constexpr std::size_t windows = 2100;
+    ASSERT_TRUE(map.insert(spy, at(base - window), window));
+    ASSERT_TRUE(map.insert(spy, at(base), windows * window));
+    ASSERT_TRUE(map.insert(spy, at(base + windows * window), window));
+    for (std::size_t i = 0; i < windows; ++i) {
+      ASSERT_EQ(map.find(at(base + i * window + i % window)), at(base)) << i;
+    }
+    map.erase(at(base), windows * window);
+    for (std::size_t i = 0; i < windows; ++i) {
+      ASSERT_EQ(map.find(at(base + i * window)), nullptr) << i;
+    }
+    EXPECT_EQ(map.find(at(base - 1)), at(base - window)) << "the neighbours stay";
+    EXPECT_EQ(map.find(at(base + windows * window)), at(base + windows * window));
+    // A range over leaves never made is forgotten without making them.
+    const std::size_t nodes = spy.blocks_in_use();
+    map.erase(at(std::uintptr_t{1} << 40), windows * window);
+    EXPECT_EQ(spy.blocks_in_use(), nodes);
+    map.release(spy);
+  }
+  EXPECT_EQ(spy.blocks_in_use(), 0u);
+  EXPECT_TRUE(spy.errors().empty());
+}
+
 TEST(ChunkMap, FailsCleanlyWhenNoNodeCanBeObtained) {
   memkit::test::spy_resource spy(1024);
   memkit::detail::chunk_map<shift> map;

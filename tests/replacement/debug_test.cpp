@@ -92,28 +92,33 @@ void free_the_reserve() {
 }
 
 /// \returns the process's address-space size from /proc/self/statm (pages), in bytes.
-std::size_t address_space_bytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  unsigned long pages = 0;
+/// \returns the bytes of the process's writable private memory (VmData), which RLIMIT_DATA bounds.
+std::size_t data_bytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  unsigned long kib = 0;
   if (f != nullptr) {
-    if (std::fscanf(f, "%lu", &pages) != 1) {
-      pages = 0;
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::sscanf(line, "VmData: %lu kB", &kib) == 1) {
+        break;
+      }
     }
     std::fclose(f);
   }
-  return pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return kib * 1024;
 }
 
-/// With a 160 MiB reserve and an address-space limit 96 MiB above what the process then holds, a
-/// 192 MiB request fits only once the new_handler has freed the reserve. Exits 0 if it succeeds,
-/// 4 on bad_alloc.
+/// With a 160 MiB reserve and a data limit (RLIMIT_DATA) 96 MiB above what the process then
+/// holds, a 192 MiB request fits only once the new_handler has freed the reserve. Exits 0 if it
+/// succeeds, 4 on bad_alloc, 5 if it succeeded without the reserve freed (the limit did not bind).
+/// RLIMIT_AS would not bind: memkit's reservations count whole from the start.
 int new_handler_frees_a_reserve() {
   constexpr std::size_t mib = std::size_t{1} << 20;
   reserve = new char[opaque(160 * mib)];
   std::memset(reserve, 1, 160 * mib);
-  const std::size_t limit = address_space_bytes() + 96 * mib;
-  const rlimit as{limit, limit};
-  if (setrlimit(RLIMIT_AS, &as) != 0) {
+  const std::size_t limit = data_bytes() + 96 * mib;
+  const rlimit data{limit, limit};
+  if (limit == 96 * mib || setrlimit(RLIMIT_DATA, &data) != 0) {
     return 3;
   }
   std::set_new_handler(free_the_reserve);

@@ -86,13 +86,17 @@ public:
     if ((last >> key_bits) != 0 || last < first) {
       return false;
     }
-    for (std::uintptr_t key = first; key <= last; ++key) {
+    // A leaf at a time: a large region's windows are a run of one or two leaves' slots.
+    for (std::uintptr_t key = first; key <= last; key = next_leaf(key)) {
       if (leaf_for(upstream, key) == nullptr) {
         return false;
       }
     }
-    for (std::uintptr_t key = first; key <= last; ++key) {
-      leaf_for(upstream, key)->slot[leaf_index(key)].store(base, std::memory_order_release);
+    for (std::uintptr_t key = first; key <= last;) {
+      leaf* const l = leaf_for(upstream, key);
+      for (const std::uintptr_t end = run_end(key, last); key != end; ++key) {
+        l->slot[leaf_index(key)].store(base, std::memory_order_release);
+      }
     }
     return true;
   }
@@ -102,10 +106,15 @@ public:
     const std::uintptr_t first = address(base) >> WindowShift;
     const std::uintptr_t last = (address(base) + bytes - 1) >> WindowShift;
     root* r = root_.load(std::memory_order_relaxed);
-    for (std::uintptr_t key = first; key <= last && r != nullptr; ++key) {
+    for (std::uintptr_t key = first; key <= last && r != nullptr;) {
       mid* m = r->slot[root_index(key)].load(std::memory_order_relaxed);
       leaf* l = m != nullptr ? m->slot[mid_index(key)].load(std::memory_order_relaxed) : nullptr;
-      if (l != nullptr) {
+      const std::uintptr_t end = run_end(key, last);
+      if (l == nullptr) {
+        key = end;
+        continue;
+      }
+      for (; key != end; ++key) {
         l->slot[leaf_index(key)].store(nullptr, std::memory_order_release);
       }
     }
@@ -144,6 +153,15 @@ private:
   }
   static std::size_t leaf_index(std::uintptr_t key) noexcept {
     return static_cast<std::size_t>(key) & ((std::size_t{1} << leaf_bits) - 1);
+  }
+  // The first key of the leaf after `key`'s.
+  static std::uintptr_t next_leaf(std::uintptr_t key) noexcept {
+    return (key | ((std::uintptr_t{1} << leaf_bits) - 1)) + 1;
+  }
+  // The end of the run of keys from `key` to `last` that share `key`'s leaf.
+  static std::uintptr_t run_end(std::uintptr_t key, std::uintptr_t last) noexcept {
+    const std::uintptr_t next = next_leaf(key);
+    return last < next ? last + 1 : next;
   }
 
   template <class Node, class Upstream>

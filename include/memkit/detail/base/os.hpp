@@ -9,13 +9,11 @@
 #error "memkit/detail/base/os.hpp: only Linux is supported (mmap, madvise, /proc/self/smaps)"
 #endif
 
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <utility>
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -114,63 +112,6 @@ inline bool decommit(void* p, std::size_t bytes) noexcept {
 /// \requires the range is whole pages obtained from map() or commit().
 inline bool release(void* p, std::size_t bytes) noexcept {
   return ::madvise(p, bytes, MADV_DONTNEED) == 0 && ::mprotect(p, bytes, PROT_NONE) == 0;
-}
-
-/// \effects moves the pages of `[from, from + bytes)` to `[to, to + bytes)`, whose mapping they
-/// replace, without copying them (mremap): they keep their contents and stay resident, and
-/// `from`'s range is unmapped. \returns whether the kernel did it. If not, `from`'s pages are
-/// where they were, but `[to, to + bytes)` may have been unmapped already (the kernel clears the
-/// destination first): map_over() makes it usable again.
-/// \requires page-aligned ranges of this process's private anonymous memory.
-inline bool move_pages(void* from, std::size_t bytes, void* to) noexcept {
-  return ::mremap(from, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, to) != MAP_FAILED;
-}
-
-/// \effects maps fresh zeroed read-write memory at `[p, p + bytes)` where nothing is mapped.
-/// \returns whether `[p, p + bytes)` is mapped now: also if it already was, whole; false when the
-/// kernel refused (out of mappings) or the range is mapped in part.
-inline bool map_over(void* p, std::size_t bytes) noexcept {
-  void* q = ::mmap(p, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-  if (q == MAP_FAILED) {
-    return errno == EEXIST && ::madvise(p, bytes, MADV_NORMAL) == 0;
-  }
-  if (q != p) { // a kernel before 4.17 takes the flag for a hint
-    ::munmap(q, bytes);
-    return false;
-  }
-  return true;
-}
-
-/// \returns whether move_pages() takes a range made of more than one mapping, as a range of
-/// pages moved in from several places is (Linux 6.17 and later; earlier kernels refuse it).
-/// Probed once, on pages of its own.
-inline bool moves_many_mappings() noexcept {
-  static const bool can = [] {
-    const std::size_t page = page_size();
-    auto* a = static_cast<char*>(map(2 * page));
-    void* b = map(page);
-    void* to = map(2 * page);
-    bool moved = false;
-    if (a != nullptr && b != nullptr && to != nullptr) {
-      a[0] = 1;
-      static_cast<char*>(b)[0] = 2; // its own anonymous memory: it stays a mapping of its own
-      if (move_pages(b, page, a + page)) {
-        b = nullptr;
-        moved = move_pages(a, 2 * page, to);
-        if (moved) {
-          a = nullptr;
-        }
-      }
-    }
-    for (auto [p, n] : {std::pair<void*, std::size_t>{a, 2 * page}, {b, page}, {to, 2 * page}}) {
-      if (p != nullptr) {
-        unmap(p, n);
-      }
-    }
-    return moved;
-  }();
-  return can;
 }
 
 /// \returns a monotonic clock in milliseconds, at the kernel tick's resolution (a few ms) and the
