@@ -498,16 +498,34 @@ TEST_F(RegionHeap, AlignmentsAboveAChunkAndRegionsBeyondTheTableAreMappedOnTheir
   }
 }
 
+TEST(ReplacementEngine, ARegionsBlockStartsOnAPageOfItsOwn) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug mode's guard sits before the block";
+  }
+  for (const std::size_t alignment : {std::size_t{16}, std::size_t{64}, std::size_t{8192}}) {
+    auto* p = static_cast<unsigned char*>(mr::allocate(100000, alignment));
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(memkit::detail::is_aligned(p, alignment < 4096 ? 4096 : alignment)) << alignment;
+    const memkit::detail::thread::chunk* c = mr::the_process_heap.load()->find(p);
+    ASSERT_NE(c, nullptr);
+    EXPECT_LT(reinterpret_cast<const unsigned char*>(c + 1), p) << "the header before the block";
+    EXPECT_GE(mr::usable_size_of(p), 100000u);
+    stamp(p, 100000, 5);
+    EXPECT_TRUE(stamped(p, 100000, 5));
+    mr::free(p);
+  }
+}
+
 TEST(ReplacementEngine, FreeingALargeBlockForgetsOnlyItsOwnRegion) {
   if (debug_run()) {
     GTEST_SKIP() << "debug mode's guards move the blocks off the regions' window bounds";
   }
-  // Blocks whose regions are two windows of the chunk map exactly (the block follows the header
-  // room), which the OS tends to place side by side: freeing one must leave its neighbours found.
+  // Blocks whose regions are two windows of the chunk map exactly (the block follows a page that
+  // holds the header), side by side in the region heap: freeing one must leave its neighbours
+  // found.
   // A header sits up to header_room bytes into its region, so erasing the map from the header
-  // rather than the base forgot the next region's first window.
-  constexpr std::size_t n =
-      2 * memkit::detail::thread::chunk_size - memkit::detail::thread::header_room;
+  // rather than the base forgot the next region's first window. The block starts a page in.
+  constexpr std::size_t n = 2 * memkit::detail::thread::chunk_size - memkit::page_size;
   std::vector<unsigned char*> blocks;
   for (int i = 0; i < 64; ++i) {
     blocks.push_back(static_cast<unsigned char*>(mr::allocate(n, 16)));

@@ -28,13 +28,16 @@ namespace thread {
 class large_regions {
 public:
   /// \returns a block of `n` bytes aligned to `alignment` (a power of two) in a region of its own,
-  /// right after the region's header; or null, also for a size too large for any region. The
-  /// block lies within header_room bytes, rounded up to `alignment`, of the region's base; at an
-  /// alignment of a chunk or more the header is found only through `find` (chunk_of would mask
-  /// the block's address to the block itself).
+  /// after the region's header; or null, also for a size too large for any region. The block
+  /// starts on the first page, or multiple of `alignment` if larger, after header_room bytes of
+  /// the region's base: its pages are wholly the program's, as tcmalloc's and jemalloc's large
+  /// blocks are, so a program that walks it a page at a time (or gives a page of it back) works
+  /// at the offset it chose in each page. At an alignment of a chunk or more the header is found
+  /// only through `find` (chunk_of would mask the block's address to the block itself).
   template <class Upstream, class Map>
   void* allocate(std::size_t n, std::size_t alignment, Upstream& upstream, Map& map) noexcept {
-    const std::size_t bytes = region_size(n, alignment);
+    const std::size_t placement = alignment < page_size ? page_size : alignment;
+    const std::size_t bytes = region_size(n, placement);
     void* base = bytes == 0 ? nullptr : upstream.try_allocate(bytes, region_alignment(alignment));
     if (base == nullptr) {
       return nullptr;
@@ -42,7 +45,7 @@ public:
     auto* c = ::new (header_at(base)) chunk{};
     c->cls = large_class;
     c->bytes = bytes;
-    c->blocks = base_of(c) + round_up(address(c + 1) - address(base), alignment);
+    c->blocks = base_of(c) + round_up(address(c + 1) - address(base), placement);
     c->size = n;
     if (!map.insert(upstream, base, c->bytes)) {
       upstream.deallocate(base, c->bytes, region_alignment(alignment));
