@@ -33,8 +33,8 @@ MEMKIT_NOINLINE void* allocate_from_engine(std::size_t bytes, std::size_t alignm
   void* p = allocate_in(*h, bytes, alignment);
   if (p == nullptr && bytes <= h->max_size()) {
     // Before a request fails (and operator new calls the new_handler), what memkit holds for
-    // later goes back: the quarantine, and the free chunks' and kept regions' address space,
-    // which a limit (RLIMIT_AS) may be what refused it.
+    // later goes back: the quarantine, the free chunks' pages and the region heap's free spans,
+    // which a limit (RLIMIT_DATA) may be what refused it.
     if ((the_mode & mode_debug) != 0) {
       drain_quarantine(*h);
     }

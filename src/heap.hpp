@@ -158,7 +158,8 @@ public:
     return engine_.check_free(p, 0, 0, engine_type::any_class);
   }
 
-  /// \effects gives back to the OS every wholly free chunk's pages and every kept region.
+  /// \effects gives back to the OS every wholly free chunk's pages and every free span of the
+  /// region heap.
   /// \returns the bytes given back.
   std::size_t trim() noexcept { return engine_.trim(); }
 
