@@ -2,6 +2,8 @@
 // src/os_upstream.cpp: the global replacement's memory from the OS (os_upstream.hpp).
 #include "os_upstream.hpp"
 
+#include <algorithm>
+
 #include "memkit/detail/base/align.hpp"
 #include "memkit/detail/base/assert.hpp"
 #include "memkit/detail/base/os.hpp"
@@ -295,9 +297,7 @@ void os_upstream::keep_within(std::size_t limit) noexcept {
           detail::round_up(spans_committed_ - limit, detail::thread::chunk_size);
       const std::size_t n = excess < top.bytes ? excess : top.bytes;
       heap_top_ -= n;
-      decommit(heap_top_, n);
-      mapped_ -= n;
-      spans_committed_ -= n;
+      give_back(heap_top_, n);
       top.bytes -= n;
       if (top.bytes == 0) {
         erase_span(span_count_ - 1);
@@ -315,10 +315,14 @@ void os_upstream::keep_within(std::size_t limit) noexcept {
 }
 
 void os_upstream::decommit_span(span& s) noexcept {
-  decommit(s.base, s.bytes);
-  mapped_ -= s.bytes;
-  spans_committed_ -= s.bytes;
+  give_back(s.base, s.bytes);
   s.committed = false;
+}
+
+void os_upstream::give_back(char* p, std::size_t bytes) noexcept {
+  decommit(p, bytes);
+  mapped_ -= bytes;
+  spans_committed_ -= bytes;
 }
 
 void os_upstream::shrink_heap() noexcept {
@@ -334,17 +338,13 @@ void os_upstream::shrink_heap() noexcept {
 
 void os_upstream::insert_span(std::size_t i, const span& s) noexcept {
   MEMKIT_ASSERT_INTERNAL(span_count_ != max_spans);
-  for (std::size_t j = span_count_; j > i; --j) {
-    spans_[j] = spans_[j - 1];
-  }
+  std::copy_backward(spans_ + i, spans_ + span_count_, spans_ + span_count_ + 1);
   spans_[i] = s;
   ++span_count_;
 }
 
 void os_upstream::erase_span(std::size_t i) noexcept {
-  for (std::size_t j = i + 1; j < span_count_; ++j) {
-    spans_[j - 1] = spans_[j];
-  }
+  std::copy(spans_ + i + 1, spans_ + span_count_, spans_ + i);
   --span_count_;
 }
 

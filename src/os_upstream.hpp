@@ -116,6 +116,8 @@ private:
   void free_region(char* p, std::size_t bytes) noexcept;
   bool join_committed(span& s) noexcept;
   void decommit_span(span& s) noexcept;
+  /// Decommits `[p, p + bytes)`, committed free span bytes, and counts them given back.
+  void give_back(char* p, std::size_t bytes) noexcept;
   void keep_within(std::size_t limit) noexcept;
   void shrink_heap() noexcept;
   void insert_span(std::size_t i, const span& s) noexcept;
