@@ -153,6 +153,14 @@ def liveness_test(bench):
     status, _, body = s.get("/healthz")
     if (status, body) != (200, "ok\n"):
         fail("/healthz later in the warm-up: %d %r" % (status, body))
+    # The progress line below is printed once the first case is warm: wait for it (a loaded
+    # machine can take longer than the checks above), then stop the server in the warm-up.
+    deadline = time.monotonic() + 60
+    while r["cases_warm"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+        status, r = s.readyz()
+    if status != 503 or not 0 < r["cases_warm"] < r["cases_total"]:
+        fail("/readyz before the SIGTERM: %d %s (one case warm, not all)" % (status, r))
     s.sigterm("during the warm-up")
     err = s.stderr_text()
     # Batch mode's progress format with the case's time, and the warm-up's end.
