@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -289,6 +290,59 @@ TEST(ReplacementEngine, AThreadThatOnlyFreesBindsOneHeap) {
   });
   consumer.join();
   EXPECT_LE(stats_field("heaps"), heaps + 1);
+}
+
+TEST(ReplacementEngine, AClassesFirstChunkHoldsOnlyThePagesItCarvesNotThoseOfItsLastClass) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
+  }
+  namespace dt = memkit::detail::thread;
+  // A thread fills 40 chunks with blocks of 512 bytes, writing every page, frees them and exits:
+  // its chunks are the newest 40 in the depot.
+  std::set<const char*> filled;
+  std::thread([&] {
+    std::vector<void*> blocks;
+    for (int i = 0; i < 5000; ++i) {
+      blocks.push_back(mr::allocate(512, 16));
+      stamp(blocks.back(), 512, 7);
+      filled.insert(dt::base_of(dt::chunk_of(blocks.back())));
+    }
+    for (void* p : blocks) {
+      mr::free(p);
+    }
+  }).join();
+  ASSERT_GE(filled.size(), 40u);
+  const auto resident_pages = [](const char* base) {
+    unsigned char vec[dt::chunk_size / memkit::page_size] = {};
+    EXPECT_EQ(::mincore(const_cast<char*>(base), dt::chunk_size, vec), 0);
+    std::size_t resident = 0;
+    for (const unsigned char v : vec) {
+      resident += v & 1u;
+    }
+    return resident;
+  };
+  std::thread([&] {
+    // A new thread's first block of a class none of them served takes one of them, and with it
+    // only the pages it carves: the header's and its block's first.
+    std::vector<void*> blocks{mr::allocate(7000, 16)};
+    const char* const first = dt::base_of(dt::chunk_of(blocks[0]));
+    EXPECT_EQ(filled.count(first), 1u) << "a chunk the first thread filled";
+    EXPECT_LE(resident_pages(first), 2u);
+    // The class fills that chunk; the next one it takes keeps its pages, which it will carve.
+    while (dt::base_of(dt::chunk_of(blocks.back())) == first) {
+      blocks.push_back(mr::allocate(7000, 16));
+    }
+    const char* const second = dt::base_of(dt::chunk_of(blocks.back()));
+    EXPECT_EQ(filled.count(second), 1u);
+    EXPECT_EQ(resident_pages(second), dt::chunk_size / memkit::page_size);
+    for (void* p : blocks) {
+      stamp(p, 7000, 9);
+    }
+    for (void* p : blocks) {
+      EXPECT_TRUE(stamped(p, 7000, 9));
+      mr::free(p);
+    }
+  }).join();
 }
 
 TEST(ReplacementEngine, TrimGivesFreedChunksBackToTheOs) {

@@ -9,8 +9,13 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <new>
 #include <utility>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "memkit/detail/thread/heap.hpp"
 #include "memkit/resource.hpp"
@@ -287,6 +292,55 @@ TEST(Decay, TrimDecommitsEveryFreeChunkAtOnce) {
   EXPECT_EQ(decommitted.size(), 2u);
   d.release();
   expect_all_returned(spy);
+}
+
+// Which pages of the chunk at `base` are resident, one bit a page.
+std::uint32_t resident_pages(const char* base) {
+  unsigned char vec[thread::chunk_size / page_size] = {};
+  EXPECT_EQ(::mincore(const_cast<char*>(base), thread::chunk_size, vec), 0);
+  std::uint32_t bits = 0;
+  for (std::size_t i = 0; i < std::size(vec); ++i) {
+    bits |= static_cast<std::uint32_t>(vec[i] & 1u) << i;
+  }
+  return bits;
+}
+
+TEST(Decay, AChunkTakenByAnotherClassGivesBackThePagesItsLastClassCarved) {
+  // A chunk of the OS's, every page touched, whose last class (blocks of 64) carved into its
+  // fourth page.
+  void* const mapped = ::mmap(nullptr, 2 * thread::chunk_size, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  char* const base =
+      reinterpret_cast<char*>(memkit::detail::round_up(address(mapped), thread::chunk_size));
+  thread::chunk* const c = ::new (thread::header_at(base)) thread::chunk;
+  c->cls = 3;
+  c->block_size = 64;
+  c->fresh = memkit::detail::carver(base + 3 * page_size + 100, base + thread::chunk_size);
+  const auto touch_all = [&] { std::memset(base + page_size, 1, thread::chunk_size - page_size); };
+  touch_all();
+  constexpr std::uint32_t all = (std::uint32_t{1} << (thread::chunk_size / page_size)) - 1;
+  ASSERT_EQ(resident_pages(base) & all, all);
+
+  // The same class again, or an upstream that does not decommit: every page stays.
+  thread::decay<decommitting>::on_reassign(c, 3);
+  thread::decay<resource_ref<spy_resource>>::on_reassign(c, 4);
+  EXPECT_EQ(resident_pages(base) & all, all);
+
+  // Another class: the pages the last one carved go, all but the header's, and the rest stay.
+  thread::decay<decommitting>::on_reassign(c, 4);
+  EXPECT_EQ(resident_pages(base) & all, all & ~std::uint32_t{0b1110});
+  EXPECT_EQ(base[page_size], 0) << "still usable, zero-filled";
+
+  // A chunk never assigned (block_size 0), or one whose class carved only the header's page.
+  touch_all();
+  c->block_size = 0;
+  thread::decay<decommitting>::on_reassign(c, 4);
+  c->block_size = 64;
+  c->fresh = memkit::detail::carver(base + 2000, base + thread::chunk_size);
+  thread::decay<decommitting>::on_reassign(c, 4);
+  EXPECT_EQ(resident_pages(base) & all, all);
+  ::munmap(mapped, 2 * thread::chunk_size);
 }
 
 } // namespace

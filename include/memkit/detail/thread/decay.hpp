@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "../../config.hpp"
+#include "../base/align.hpp"
 #include "../base/os.hpp"
 #include "chunk.hpp"
 
@@ -64,6 +65,26 @@ public:
       }
     }
     return true;
+  }
+
+  /// \effects gives back the pages `c`, a chunk with no live block about to serve class `cls`,
+  /// carved for its last class beyond its header's page, if that class was another. A chunk keeps
+  /// resident every page its classes carved, and the next class carves from the chunk's start a
+  /// page at a time: a chunk taken by a class that needs a page of it would otherwise hold the
+  /// largest extent of every class it served. The range stays usable: the new class faults in
+  /// what it carves. The engine calls this for a class's first chunk in a heap only
+  /// (engine::claim_chunk). No lock needed (one madvise).
+  static void on_reassign(chunk* c, std::uint32_t cls) noexcept {
+    if constexpr (enabled) {
+      if (c->cls == cls || c->block_size == 0) {
+        return; // the same class, or a chunk never assigned
+      }
+      const std::size_t carved =
+          round_up(address(c->fresh.next()) - address(base_of(c)), page_size);
+      if (carved > page_size) {
+        os::decommit(base_of(c) + page_size, carved - page_size);
+      }
+    }
   }
 
   /// \returns whether it is time to `purge` (the time is read when `now` is 0).
