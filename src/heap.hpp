@@ -98,7 +98,8 @@ public:
   /// \returns whether the block at `p`, whose header is `c` (find), now holds `bytes` where it
   /// is: when they fit its class, or its chunk or region for a large block (whose usable size
   /// becomes `bytes`), and fill at least half of a class or region (a block shrunk further moves,
-  /// so its memory is not held); a large block alone in a chunk stays while too large for a class.
+  /// so its memory is not held); a large block alone in a chunk stays while too large for a class,
+  /// and one in a region of the region heap grows into the free address space after it.
   bool resize_in_place(void* p, detail::thread::chunk* c, std::size_t bytes) noexcept {
     namespace dt = detail::thread;
     if (MEMKIT_UNLIKELY(c->bytes > dt::chunk_size)) {
@@ -177,12 +178,12 @@ public:
   void unlock_all() noexcept { engine_.after_fork(); }
 
 private:
-  // resize_in_place for a large block in a region of its own.
-  static bool resize_region_in_place(void* p, detail::thread::chunk* c,
-                                     std::size_t bytes) noexcept {
+  // resize_in_place for a large block in a region of its own, which grows where it lies when
+  // the address space after it is free (os_upstream::grow_region).
+  bool resize_region_in_place(void* p, detail::thread::chunk* c, std::size_t bytes) noexcept {
     const auto offset = static_cast<std::size_t>(c->blocks - detail::thread::base_of(c));
     const std::size_t room = os_upstream::region_size(c->bytes) - offset;
-    if (p != c->blocks || bytes > room || bytes < room / 2) {
+    if (p != c->blocks || bytes < room / 2 || (bytes > room && !engine_.grow_large(c, bytes))) {
       return false;
     }
     repoison(p, c, bytes);

@@ -236,11 +236,37 @@ void* os_upstream::grow_heap(std::size_t bytes) noexcept {
   return p;
 }
 
-void os_upstream::free_region(char* p, std::size_t bytes) noexcept {
-  --heap_regions_;
-  span joined{p, bytes, detail::os::now_ms(), true};
-  std::size_t committed = bytes; // bytes of `joined` committed so far
-  std::size_t i = 0;             // the first span above p
+bool os_upstream::grow_region(void* p, std::size_t bytes, std::size_t new_bytes) noexcept {
+  const std::size_t n = region_size(bytes);
+  const std::size_t m = region_size(new_bytes);
+  if (!in_region_heap(p) || m <= n) {
+    return m != 0 && m <= n;
+  }
+  char* const end = static_cast<char*>(p) + heap_size(n);
+  const std::size_t more = heap_size(m) - heap_size(n);
+  if (more != 0) {
+    // The free span that starts at the region's end, if it holds `more`; else the heap's top,
+    // joined to that span if the span ends there (grow_heap carves from that span's start).
+    const std::size_t i = span_from(end);
+    const bool next_free = i != span_count_ && spans_[i].base == end;
+    const bool at_top =
+        (next_free && i + 1 == span_count_ && spans_[i].base + spans_[i].bytes == heap_top_) ||
+        end == heap_top_;
+    if (next_free && spans_[i].bytes >= more) {
+      if (carve_span(i, more) == nullptr) {
+        return false;
+      }
+    } else if (!at_top || grow_heap(more) == nullptr) {
+      return false;
+    }
+  }
+  regions_in_use_ += m - n;
+  regions_peak_ = regions_in_use_ > regions_peak_ ? regions_in_use_ : regions_peak_;
+  return true;
+}
+
+std::size_t os_upstream::span_from(const char* p) const noexcept {
+  std::size_t i = 0;
   for (std::size_t n = span_count_; n != 0;) {
     const std::size_t half = n / 2;
     if (spans_[i + half].base < p) {
@@ -250,6 +276,14 @@ void os_upstream::free_region(char* p, std::size_t bytes) noexcept {
       n = half;
     }
   }
+  return i;
+}
+
+void os_upstream::free_region(char* p, std::size_t bytes) noexcept {
+  --heap_regions_;
+  span joined{p, bytes, detail::os::now_ms(), true};
+  std::size_t committed = bytes; // bytes of `joined` committed so far
+  std::size_t i = span_from(p);  // the first span above p
   // Joined to its free neighbours and committed whole: a decommitted neighbour is recommitted (its
   // pages come only when touched), or, if the OS refuses, the whole span is decommitted.
   const auto join = [&](std::size_t k) {

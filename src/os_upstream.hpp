@@ -70,6 +70,13 @@ public:
   /// the OS did (it may refuse under RLIMIT_DATA or strict overcommit).
   bool recommit(void* p, std::size_t bytes) noexcept;
 
+  /// \effects makes the region at `p`, handed out for a request of `bytes`, one for `new_bytes`
+  /// where it lies, taking the address space after it: the start of the free span there, or the
+  /// heap's top (as glibc's realloc extends a mapped chunk with mremap). \returns whether it did;
+  /// false, changing nothing, for a region outside the region heap, one whose neighbour is live,
+  /// or when the OS refuses the pages.
+  bool grow_region(void* p, std::size_t bytes, std::size_t new_bytes) noexcept;
+
   /// \effects decommits every free span of the region heap unused for `delay_ms` (all of them if
   /// `everything`). \returns the bytes given back.
   std::size_t purge(bool everything) noexcept;
@@ -113,6 +120,8 @@ private:
   void* carve_region(std::size_t bytes) noexcept;
   void* carve_span(std::size_t i, std::size_t bytes) noexcept;
   void* grow_heap(std::size_t bytes) noexcept;
+  /// \returns the index of the first free span at or above `p` (span_count_ if none).
+  std::size_t span_from(const char* p) const noexcept;
   void free_region(char* p, std::size_t bytes) noexcept;
   bool join_committed(span& s) noexcept;
   void decommit_span(span& s) noexcept;

@@ -69,6 +69,39 @@ TEST(ChunkMap, ARangeAcrossLeavesIsRecordedAndForgottenWindowByWindow) {
   EXPECT_TRUE(spy.errors().empty());
 }
 
+TEST(ChunkMap, AGrownRangeRecordsItsNewWindowsForItsBaseAndLeavesItsNeighbours) {
+  memkit::test::spy_resource spy;
+  {
+    memkit::detail::chunk_map<shift> map;
+    // A range of 2.5 windows grown to 1,500 windows, across a leaf boundary (1,024 windows a
+    // leaf at this shift), with a neighbour right after it.
+    const std::uintptr_t base = 0x7f1200000000 + (std::uintptr_t{1} << 26) - 3 * window;
+    const std::size_t bytes = 2 * window + window / 2;
+    const std::size_t grown = 1500 * window;
+    ASSERT_TRUE(map.insert(spy, at(base), bytes));
+    ASSERT_TRUE(map.insert(spy, at(base + grown), window));
+    EXPECT_TRUE(map.extend(spy, at(base), bytes, bytes + 16)) << "within its last window";
+    // reserve makes the nodes (a leaf here) and records nothing; extend then needs no node.
+    const std::size_t nodes = spy.blocks_in_use();
+    ASSERT_TRUE(map.reserve(spy, at(base), bytes, grown));
+    EXPECT_EQ(spy.blocks_in_use(), nodes + 1);
+    EXPECT_EQ(map.find(at(base + 3 * window)), nullptr);
+    ASSERT_TRUE(map.extend(spy, at(base), bytes, grown));
+    EXPECT_EQ(spy.blocks_in_use(), nodes + 1);
+    for (std::size_t i = 0; i < 1500; ++i) {
+      ASSERT_EQ(map.find(at(base + i * window + 7)), at(base)) << i;
+    }
+    EXPECT_EQ(map.find(at(base + grown)), at(base + grown)) << "the neighbour is its own";
+    EXPECT_EQ(map.find(at(base - 1)), nullptr);
+    map.erase(at(base), grown);
+    EXPECT_EQ(map.find(at(base + grown - 1)), nullptr);
+    EXPECT_EQ(map.find(at(base + grown)), at(base + grown));
+    map.release(spy);
+  }
+  EXPECT_EQ(spy.blocks_in_use(), 0u);
+  EXPECT_TRUE(spy.errors().empty());
+}
+
 TEST(ChunkMap, FailsCleanlyWhenNoNodeCanBeObtained) {
   memkit::test::spy_resource spy(1024);
   memkit::detail::chunk_map<shift> map;

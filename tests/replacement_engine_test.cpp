@@ -466,6 +466,41 @@ TEST_F(RegionHeap, ARequestLargerThanEveryFreeSpanGrowsTheOneAtTheTop) {
   give(c, 30 * mib);
 }
 
+TEST_F(RegionHeap, ARegionGrowsWhereItLiesIntoTheFreeSpanAfterItOrAtTheTopAndNotOverALiveOne) {
+  unsigned char* a = take(8 * mib, 1);
+  unsigned char* b = take(8 * mib, 2);
+  unsigned char* c = take(8 * mib, 3);
+  ASSERT_NE(c, nullptr);
+  // b's neighbour c is live: b cannot grow past its own region, and nothing changes.
+  const std::size_t mapped = u->mapped();
+  EXPECT_FALSE(u->grow_region(b, 8 * mib, 9 * mib));
+  EXPECT_TRUE(u->grow_region(b, 8 * mib, 8 * mib)) << "no growth needed";
+  EXPECT_EQ(u->mapped(), mapped);
+  // c is at the top: it grows there, its new pages usable.
+  ASSERT_TRUE(u->grow_region(c, 8 * mib, 20 * mib));
+  EXPECT_EQ(u->mapped(), mapped + carved(20 * mib) - carved(8 * mib));
+  stamp(c, 20 * mib, 3);
+  // b freed: a grows into the span it left, whose rest stays free for a later request.
+  give(b, 8 * mib);
+  ASSERT_TRUE(u->grow_region(a, 8 * mib, 12 * mib));
+  stamp(a, 12 * mib, 1);
+  unsigned char* d = take(carved(16 * mib) - carved(12 * mib), 4);
+  EXPECT_EQ(d, a + carved(12 * mib)) << "the rest of b's span";
+  EXPECT_TRUE(stamped(a, 12 * mib, 1));
+  EXPECT_TRUE(stamped(c, 20 * mib, 3));
+  give(d, carved(16 * mib) - carved(12 * mib));
+  // a grown over the whole span and decommitted ones alike: purge first.
+  u->purge(true);
+  ASSERT_TRUE(u->grow_region(a, 12 * mib, carved(16 * mib)));
+  stamp(a, carved(16 * mib), 5);
+  EXPECT_TRUE(stamped(c, 20 * mib, 3));
+  give(a, carved(16 * mib));
+  give(c, 20 * mib);
+  unsigned char* e = take(30 * mib, 6);
+  EXPECT_EQ(e, a) << "every byte of both came back as one span";
+  give(e, 30 * mib);
+}
+
 TEST_F(RegionHeap, FreeSpansAreDecommittedByPurgeAndADecommittedNeighbourJoinsAFreedRegion) {
   const std::size_t start = u->mapped();
   unsigned char* a = take(8 * mib, 1);
@@ -569,6 +604,39 @@ TEST(ReplacementEngine, ARegionsBlockStartsOnAPageOfItsOwn) {
     EXPECT_TRUE(stamped(p, 100000, 5));
     mr::free(p);
   }
+}
+
+TEST(ReplacementEngine, ALargeBlockGrowsInPlaceIntoFreeAddressSpaceAndMovesOtherwise) {
+  if (no_arena_run() || debug_run()) {
+    GTEST_SKIP() << "no region heap in 16 GiB of address space; debug mode's guards move blocks";
+  }
+  auto& h = mr::made_process_heap();
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  void* const p = mr::allocate(12 * mib, 16);
+  ASSERT_NE(p, nullptr);
+  stamp(p, 12 * mib, 0x21);
+  memkit::detail::thread::chunk* const c = h.find(p);
+  ASSERT_NE(c, nullptr);
+  // A block whose region the next one follows (the region heap's own tests place them; here
+  // earlier tests' free spans may) moves rather than grow over it.
+  void* const q = mr::allocate(12 * mib, 16);
+  const auto end = memkit::detail::address(memkit::detail::thread::base_of(c)) +
+                   mr::os_upstream::heap_size(mr::os_upstream::region_size(c->bytes));
+  if (memkit::detail::address(memkit::detail::thread::base_of(h.find(q))) == end) {
+    EXPECT_FALSE(h.resize_in_place(p, c, 40 * mib)) << "a live neighbour: the block moves";
+  }
+  mr::free(q);
+  // With the address space after it free, it grows where it lies, 16 MiB at a time.
+  for (std::size_t n = 16 * mib; n <= 64 * mib; n += 16 * mib) {
+    ASSERT_TRUE(h.resize_in_place(p, c, n)) << n;
+    EXPECT_EQ(mr::usable_size_of(p), n);
+    EXPECT_EQ(h.find(static_cast<char*>(p) + n - 1), c) << "its new bytes are found as its own";
+    stamp(static_cast<char*>(p) + n - 16 * mib, 16 * mib, 0x21);
+  }
+  EXPECT_TRUE(stamped(p, 64 * mib, 0x21));
+  EXPECT_TRUE(h.owns(static_cast<char*>(p) + 64 * mib - 1));
+  mr::free(p);
+  EXPECT_EQ(h.find(static_cast<char*>(p) + 40 * mib), nullptr) << "every window forgotten";
 }
 
 TEST(ReplacementEngine, FreeingALargeBlockForgetsOnlyItsOwnRegion) {
@@ -685,7 +753,11 @@ TEST(ReplacementEngine, BlocksResizeInPlaceWithinTheirClassOrRegion) {
   EXPECT_EQ(mr::usable_size_of(big), 101000u);
   stamp(big + 100000, 1000, 7);
   EXPECT_TRUE(stamped(big, 101000, 7));
-  EXPECT_FALSE(h->resize_in_place(big, c, 200000)) << "beyond the region";
+  // Beyond the region it grows where it lies if the address space after it is free, else it
+  // moves (both: ALargeBlockGrowsInPlaceIntoFreeAddressSpaceAndMovesOtherwise).
+  const bool grew = h->resize_in_place(big, c, 200000);
+  EXPECT_EQ(mr::usable_size_of(big), grew ? 200000u : 101000u);
+  EXPECT_TRUE(stamped(big, 101000, 7));
   EXPECT_FALSE(h->resize_in_place(big, c, 20000)) << "below half of it";
   EXPECT_FALSE(h->resize_in_place(big + 16, c, 101000)) << "not the block's start";
   mr::free(big);

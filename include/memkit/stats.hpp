@@ -187,6 +187,8 @@ public:
     at(stat::upstream_deallocations).add(1);
     at(stat::upstream_bytes_in_use).sub(bytes);
   }
+  /// A block obtained from the upstream grew by `bytes` where it lies.
+  void on_upstream_grow(std::size_t bytes) noexcept { at(stat::upstream_bytes_in_use).add(bytes); }
   /// reset() and release(): every block is free; the totals stay. \requires quiescence.
   void on_reset() noexcept {
     at(stat::bytes_in_use).set(0);
@@ -250,6 +252,7 @@ struct no_counters {
   void on_fallback() noexcept {}
   void on_upstream_allocate(std::size_t /*bytes*/) noexcept {}
   void on_upstream_deallocate(std::size_t /*bytes*/) noexcept {}
+  void on_upstream_grow(std::size_t /*bytes*/) noexcept {}
   void on_reset() noexcept {}
   void on_discard(const statistics& /*part*/) noexcept {}
   statistics stats_with_upstream_of(const statistics& /*member*/) const noexcept { return {}; }

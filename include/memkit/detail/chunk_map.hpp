@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <utility>
 
 #include "../config.hpp"
 #include "base/align.hpp"
@@ -81,24 +82,27 @@ public:
   /// \requires `base` is window-aligned, `bytes > 0`, the windows are not recorded.
   template <class Upstream>
   bool insert(Upstream& upstream, void* base, std::size_t bytes) noexcept {
-    const std::uintptr_t first = address(base) >> WindowShift;
-    const std::uintptr_t last = (address(base) + bytes - 1) >> WindowShift;
-    if ((last >> key_bits) != 0 || last < first) {
-      return false;
-    }
-    // A leaf at a time: a large region's windows are a run of one or two leaves' slots.
-    for (std::uintptr_t key = first; key <= last; key = next_leaf(key)) {
-      if (leaf_for(upstream, key) == nullptr) {
-        return false;
-      }
-    }
-    for (std::uintptr_t key = first; key <= last;) {
-      leaf* const l = leaf_for(upstream, key);
-      for (const std::uintptr_t end = run_end(key, last); key != end; ++key) {
-        l->slot[leaf_index(key)].store(base, std::memory_order_release);
-      }
-    }
-    return true;
+    return record(upstream, address(base) >> WindowShift,
+                  (address(base) + bytes - 1) >> WindowShift, base);
+  }
+
+  /// \effects makes the nodes that `extend(upstream, base, bytes, new_bytes)` needs, recording
+  /// nothing: once this succeeded, that extend cannot fail. \returns insert's answer. The writer
+  /// only.
+  template <class Upstream>
+  bool reserve(Upstream& upstream, void* base, std::size_t bytes, std::size_t new_bytes) noexcept {
+    const auto [first, last] = extension(base, bytes, new_bytes);
+    return last < first || make_leaves(upstream, first, last);
+  }
+
+  /// \effects records `base` for every window of `[base, base + new_bytes)` that
+  /// `[base, base + bytes)`, recorded, does not cover: a range grown where it lies. \returns
+  /// insert's answer. The writer only. \requires `bytes < new_bytes`; those windows are not
+  /// recorded.
+  template <class Upstream>
+  bool extend(Upstream& upstream, void* base, std::size_t bytes, std::size_t new_bytes) noexcept {
+    const auto [first, last] = extension(base, bytes, new_bytes);
+    return last < first || record(upstream, first, last, base);
   }
 
   /// \effects forgets the windows of `[base, base + bytes)`. The writer only.
@@ -145,6 +149,43 @@ public:
   static constexpr std::size_t node_bytes = sizeof(root) + sizeof(mid) + sizeof(leaf);
 
 private:
+  // The first and last window extend records.
+  static std::pair<std::uintptr_t, std::uintptr_t> extension(const void* base, std::size_t bytes,
+                                                             std::size_t new_bytes) noexcept {
+    return {((address(base) + bytes - 1) >> WindowShift) + 1,
+            (address(base) + new_bytes - 1) >> WindowShift};
+  }
+
+  // Makes the leaves of the windows `first` to `last`; insert's answer.
+  template <class Upstream>
+  bool make_leaves(Upstream& upstream, std::uintptr_t first, std::uintptr_t last) noexcept {
+    if ((last >> key_bits) != 0 || last < first) {
+      return false;
+    }
+    // A leaf at a time: a large region's windows are a run of one or two leaves' slots.
+    for (std::uintptr_t key = first; key <= last; key = next_leaf(key)) {
+      if (leaf_for(upstream, key) == nullptr) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Records `value` for the windows `first` to `last`; insert's answer.
+  template <class Upstream>
+  bool record(Upstream& upstream, std::uintptr_t first, std::uintptr_t last, void* value) noexcept {
+    if (!make_leaves(upstream, first, last)) {
+      return false;
+    }
+    for (std::uintptr_t key = first; key <= last;) {
+      leaf* const l = leaf_for(upstream, key);
+      for (const std::uintptr_t end = run_end(key, last); key != end; ++key) {
+        l->slot[leaf_index(key)].store(value, std::memory_order_release);
+      }
+    }
+    return true;
+  }
+
   static std::size_t root_index(std::uintptr_t key) noexcept {
     return static_cast<std::size_t>(key >> (mid_bits + leaf_bits));
   }

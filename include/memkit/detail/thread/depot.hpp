@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 #include "../../config.hpp"
@@ -127,6 +128,13 @@ public:
     large_.free(c, counted_, map_);
   }
 
+  /// \returns whether large block header `c`, in a region of its own, now holds `n` bytes at its
+  /// block, its region grown where it lies if needed (large_regions::grow).
+  bool grow_large(chunk* c, std::size_t n) noexcept {
+    MEMKIT_ASSERT_INTERNAL(c->is_large() && !large_regions::in_chunk(c));
+    return large_regions::grow(c, n, counted_, map_);
+  }
+
   /// \returns an exited thread's heap, whole, or a new one; null if none could be made.
   Heap* adopt_or_make() noexcept {
     Heap* h = abandoned_;
@@ -233,6 +241,14 @@ private:
     void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept {
       d.upstream_.deallocate(p, bytes, alignment);
       d.upstream_counts_.on_upstream_deallocate(bytes);
+    }
+    template <class U = Upstream, std::enable_if_t<grows_regions<U>::value, int> = 0>
+    bool grow_region(void* p, std::size_t bytes, std::size_t new_bytes) noexcept {
+      if (!d.upstream_.grow_region(p, bytes, new_bytes)) {
+        return false;
+      }
+      d.upstream_counts_.on_upstream_grow(new_bytes - bytes);
+      return true;
     }
   };
 

@@ -182,6 +182,14 @@ public:
     return p;
   }
 
+  /// \returns whether the large block of header `c`, in a region of its own, now holds `bytes`
+  /// at its block: its region grown where it lies if it did not and the upstream can
+  /// (large_regions::grow). \requires the caller owns the block.
+  bool grow_large(chunk* c, std::size_t bytes) noexcept {
+    const std::lock_guard<std::mutex> lock(depot_.mutex());
+    return depot_.grow_large(c, bytes);
+  }
+
   // ---- Free: a block of a chunk the calling thread's heap owns goes on that chunk's free list;
   // anything else (another heap's block, a large block, no heap yet) goes out of line.
 

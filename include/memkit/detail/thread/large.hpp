@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <new>
+#include <type_traits>
+#include <utility>
 
 #include "../../config.hpp"
 #include "../../resource.hpp"
@@ -25,6 +27,15 @@ namespace thread {
 /// and a chunk; regions are recorded in the chunk map, so `find` answers for them too.
 /// Every member requires the depot's mutex; the upstream and the map are the depot's, every
 /// upstream call counted there.
+/// Whether `U` can grow a region it handed out where it lies (`grow_region(p, bytes,
+/// new_bytes)`, false if it cannot): the global replacement's os_upstream.
+template <class U, class = void>
+struct grows_regions : std::false_type {};
+template <class U>
+struct grows_regions<
+    U, std::void_t<decltype(std::declval<U&>().grow_region(nullptr, std::size_t{}, std::size_t{}))>>
+    : std::true_type {};
+
 class large_regions {
 public:
   /// \returns a block of `n` bytes aligned to `alignment` (a power of two) in a region of its own,
@@ -53,6 +64,35 @@ public:
     }
     regions_.push_front(c);
     return c->blocks;
+  }
+
+  /// \returns whether the region of large block header `c` now holds a block of `n` bytes at
+  /// `c->blocks`, grown where it lies if it did not (an upstream that grows_regions), its new
+  /// windows recorded in `map`; false, changing nothing, if it could not grow.
+  template <class Upstream, class Map>
+  static bool grow(chunk* c, std::size_t n, Upstream& upstream, Map& map) noexcept {
+    char* const base = base_of(c);
+    const auto offset = static_cast<std::size_t>(c->blocks - base);
+    if (n > unbounded_size - offset) {
+      return false;
+    }
+    const std::size_t bytes = offset + n;
+    if (bytes <= c->bytes) {
+      return true;
+    }
+    if constexpr (grows_regions<Upstream>::value) {
+      // The map's nodes first: once the region grew, recording its windows cannot fail.
+      if (!map.reserve(upstream, base, c->bytes, bytes) ||
+          !upstream.grow_region(base, c->bytes, bytes)) {
+        return false;
+      }
+      const bool recorded = map.extend(upstream, base, c->bytes, bytes);
+      MEMKIT_ASSERT_INTERNAL(recorded);
+      static_cast<void>(recorded);
+      c->bytes = bytes;
+      return true;
+    }
+    return false;
   }
 
   /// \effects gives the region of large block header `c` back to the upstream.
