@@ -22,11 +22,6 @@ inline namespace MEMKIT_ABI {
 namespace detail {
 namespace thread {
 
-/// Every large region of a resource, for `release`. A region is the block's bytes after a header
-/// placed as a chunk's is (coloured by its base), aligned to the larger of the block's alignment
-/// and a chunk; regions are recorded in the chunk map, so `find` answers for them too.
-/// Every member requires the depot's mutex; the upstream and the map are the depot's, every
-/// upstream call counted there.
 /// Whether `U` can grow a region it handed out where it lies (`grow_region(p, bytes,
 /// new_bytes)`, false if it cannot): the global replacement's os_upstream.
 template <class U, class = void>
@@ -36,6 +31,11 @@ struct grows_regions<
     U, std::void_t<decltype(std::declval<U&>().grow_region(nullptr, std::size_t{}, std::size_t{}))>>
     : std::true_type {};
 
+/// Every large region of a resource, for `release`. A region is the block's bytes after a header
+/// placed as a chunk's is (coloured by its base), aligned to the larger of the block's alignment
+/// and a chunk; regions are recorded in the chunk map, so `find` answers for them too.
+/// Every member requires the depot's mutex; the upstream and the map are the depot's, every
+/// upstream call counted there.
 class large_regions {
 public:
   /// \returns a block of `n` bytes aligned to `alignment` (a power of two) in a region of its own,
