@@ -104,6 +104,7 @@ struct wire_header {
   std::uint64_t hash;
   std::uint64_t consistent;
   std::uint64_t peak_rss_kib;
+  std::uint64_t start_rss_kib;
   std::uint64_t note_size;
   std::uint64_t samples;
 };
@@ -117,8 +118,8 @@ struct wire_header {
       _exit(1);
     }
 #endif
-    const wire_header h{m.cold_us,      m.hash,        m.consistent ? 1u : 0u,
-                        m.peak_rss_kib, m.note.size(), m.samples_us.size()};
+    const wire_header h{m.cold_us,       m.hash,        m.consistent ? 1u : 0u, m.peak_rss_kib,
+                        m.start_rss_kib, m.note.size(), m.samples_us.size()};
     const bool ok = write_all(fd, &h, sizeof h) && write_all(fd, m.note.data(), m.note.size()) &&
                     write_all(fd, m.samples_us.data(), m.samples_us.size() * sizeof(double));
     _exit(ok ? 0 : 1);
@@ -209,6 +210,7 @@ bool parse(const std::string& bytes, measurement& m) {
   m.hash = h.hash;
   m.consistent = h.consistent != 0;
   m.peak_rss_kib = h.peak_rss_kib;
+  m.start_rss_kib = h.start_rss_kib;
   m.note.assign(bytes.data() + sizeof h, h.note_size);
   m.samples_us.resize(h.samples);
   if (h.samples != 0) { // no samples: data() may be null, which memcpy must not get

@@ -35,8 +35,11 @@ struct measurement {
   double cold_us = 0; ///< the first iteration with a freshly built policy
   /// The result hash of the iterations (all equal, or `consistent` is false).
   std::uint64_t hash = 0;
-  bool consistent = true; ///< every iteration produced the same hash
-  std::size_t peak_rss_kib = 0;
+  bool consistent = true;       ///< every iteration produced the same hash
+  std::size_t peak_rss_kib = 0; ///< the peak resident memory above start_rss_kib
+  /// The resident memory when the workload starts: the harness, and what the allocator under test
+  /// made resident before (its start-up memory, and what it kept of the harness's frees).
+  std::size_t start_rss_kib = 0;
   std::string note; ///< what a workload reports besides time (huge pages obtained, ...)
 };
 
@@ -76,6 +79,7 @@ measurement measure(const hint& h, std::size_t iterations, const Iteration& iter
   }
   const std::size_t peak = probe_rss ? peak_rss_kib() : 0;
   m.peak_rss_kib = peak > rss_before ? peak - rss_before : 0;
+  m.start_rss_kib = rss_before;
   return m;
 }
 

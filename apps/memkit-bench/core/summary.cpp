@@ -56,10 +56,13 @@ result summarize(const workload& w, const std::string& variant, std::vector<meas
   r.items_per_iteration = w.items;
   std::vector<double> all;
   std::vector<double> colds;
+  r.start_rss_kib = ms.empty() ? 0 : ms.front().start_rss_kib;
   for (auto& m : ms) {
     all.insert(all.end(), m.samples_us.begin(), m.samples_us.end());
     colds.push_back(m.cold_us);
     r.peak_rss_kib = std::max(r.peak_rss_kib, m.peak_rss_kib);
+    r.start_rss_kib = std::min(r.start_rss_kib, m.start_rss_kib);
+    r.process_peak_rss_kib = std::max(r.process_peak_rss_kib, m.start_rss_kib + m.peak_rss_kib);
     r.hash_ok = r.hash_ok && m.consistent && m.hash == ms.front().hash;
   }
   r.hash.value = ms.empty() ? 0 : ms.front().hash;
@@ -109,6 +112,8 @@ result pool_processes(const std::vector<result>& parts) {
     r.min_us = std::min(r.min_us, p.min_us);
     r.max_us = std::max(r.max_us, p.max_us);
     r.peak_rss_kib = std::max(r.peak_rss_kib, p.peak_rss_kib);
+    r.start_rss_kib = std::min(r.start_rss_kib, p.start_rss_kib);
+    r.process_peak_rss_kib = std::max(r.process_peak_rss_kib, p.process_peak_rss_kib);
     r.hash_ok = r.hash_ok && p.hash_ok && p.hash == r.hash;
     for (std::size_t q = 0; q < percentiles.size() && q < p.percentiles_us.size(); ++q) {
       percentiles[q].push_back(p.percentiles_us[q]);

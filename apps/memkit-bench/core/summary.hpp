@@ -37,6 +37,8 @@
   X(process_p99_us)                                                                                \
   X(process_spread)                                                                                \
   X(peak_rss_kib)                                                                                  \
+  X(start_rss_kib)                                                                                 \
+  X(process_peak_rss_kib)                                                                          \
   X(hash)                                                                                          \
   X(hash_ok)                                                                                       \
   X(percentiles_us)                                                                                \
@@ -84,7 +86,13 @@ struct result {
   std::vector<double> process_p50_us; ///< each process's median, in the order they ran
   std::vector<double> process_p99_us; ///< each process's p99, in the order they ran
   double process_spread = 0;          ///< (largest - smallest) / median of process_p50_us
-  std::size_t peak_rss_kib = 0;
+  std::size_t peak_rss_kib = 0; ///< the largest over the processes of the peak above their start
+  /// The smallest over the processes of their resident memory at the start (measurement's
+  /// start_rss_kib): the harness, and the allocator's start-up memory.
+  std::size_t start_rss_kib = 0;
+  /// The largest over the processes of their whole peak resident memory (start plus peak): the
+  /// allocator's start-up memory counted, which peak_rss_kib leaves out.
+  std::size_t process_peak_rss_kib = 0;
   hash_code hash;
   bool hash_ok = true;                ///< consistent across iterations and equal to the std row's
   std::vector<double> percentiles_us; ///< 0th .. 100th percentile, 101 values

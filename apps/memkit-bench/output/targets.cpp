@@ -3,6 +3,7 @@
 
 #include "output/targets.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -23,6 +24,12 @@ namespace memkit::bench {
 
 namespace {
 
+/// \returns whether `statistic` is one of memory: "peak_rss" (above each process's start) or
+/// "process_rss" (the start-up memory counted).
+bool of_memory(const std::string& statistic) {
+  return statistic == "peak_rss" || statistic == "process_rss";
+}
+
 /// \returns `t`'s fault ("" if none).
 std::string fault(const target& t) {
   if (t.workload.empty() == t.workloads.empty() || t.candidate.empty() || t.baseline.empty()) {
@@ -32,8 +39,8 @@ std::string fault(const target& t) {
     if (t.aggregate != "each" && t.aggregate != "geomean") {
       return "a group of workloads needs an aggregate, 'each' or 'geomean'";
     }
-    if (t.aggregate == "geomean" && t.statistic == "peak_rss") {
-      return "a peak_rss target over a group is judged on each workload";
+    if (t.aggregate == "geomean" && of_memory(t.statistic)) {
+      return "a " + t.statistic + " target over a group is judged on each workload";
     }
     try {
       std::regex(t.workloads);
@@ -43,12 +50,12 @@ std::string fault(const target& t) {
   } else if (!t.aggregate.empty()) {
     return "an aggregate needs a group of workloads";
   }
-  if (t.statistic == "peak_rss") {
+  if (of_memory(t.statistic)) {
     if (!(t.ratio_at_most > 0) || t.ratio_at_least != 0 || t.ratio_above != 0) {
-      return "a peak_rss target needs ratio_at_most, above 0, and no other ratio";
+      return "a " + t.statistic + " target needs ratio_at_most, above 0, and no other ratio";
     }
   } else if (t.statistic != "p50" && t.statistic != "p99") {
-    return "statistic '" + t.statistic + "' is none of p50, p99 and peak_rss";
+    return "statistic '" + t.statistic + "' is none of p50, p99, peak_rss and process_rss";
   } else if ((t.ratio_at_least > 0) == (t.ratio_above > 0) || t.ratio_at_most != 0) {
     return "a time target needs exactly one of ratio_at_least and ratio_above, above 0";
   }
@@ -67,6 +74,9 @@ const std::vector<double>& per_process(const result& r, const std::string& name)
 bool better(const result& a, const result& b, const std::string& statistic) {
   if (statistic == "peak_rss") {
     return a.peak_rss_kib < b.peak_rss_kib;
+  }
+  if (statistic == "process_rss") {
+    return a.process_peak_rss_kib < b.process_peak_rss_kib;
   }
   return statistic == "p99" ? a.p99_us < b.p99_us : a.p50_us < b.p50_us;
 }
@@ -104,9 +114,10 @@ std::string describe(const target& t) {
       t.workloads.empty() ? t.workload : "workloads /" + t.workloads + "/, " + t.aggregate;
   const std::string baseline =
       t.baseline.find('|') == std::string::npos ? t.baseline : "the best of " + t.baseline;
-  if (t.statistic == "peak_rss") {
-    return where + ": " + t.candidate + "'s peak RSS at most " + bar_text(t.ratio_at_most) + "x " +
-           baseline + "'s";
+  if (of_memory(t.statistic)) {
+    return where + ": " + t.candidate + "'s peak RSS" +
+           (t.statistic == "process_rss" ? ", start-up memory included," : "") + " at most " +
+           bar_text(t.ratio_at_most) + "x " + baseline + "'s";
   }
   const std::string relation =
       t.ratio_above > 0
@@ -141,11 +152,20 @@ std::vector<target> load_targets(const std::string& file) {
 
 namespace {
 
-// A peak-RSS target: judged on the run's peak RSS of each row (the largest over its processes),
-// which varies between processes far less than time does; no interval.
+// A memory target: judged on the run's peak RSS of each row (the largest over its processes),
+// which varies between processes far less than time does; no interval. For "peak_rss", each
+// row's peak above its own start; for "process_rss", each row's whole peak above the lighter of
+// the two rows' starts, so each allocator is charged the memory it made resident before the
+// workload began (start-up, and what it kept of the harness's frees) beyond the other's.
 target_check check_peak_rss(const target& t, const result& candidate, const result& baseline) {
-  const auto mine = static_cast<double>(candidate.peak_rss_kib);
-  const auto theirs = static_cast<double>(baseline.peak_rss_kib);
+  double mine = static_cast<double>(candidate.peak_rss_kib);
+  double theirs = static_cast<double>(baseline.peak_rss_kib);
+  if (t.statistic == "process_rss") {
+    const auto base =
+        static_cast<double>(std::min(candidate.start_rss_kib, baseline.start_rss_kib));
+    mine = static_cast<double>(candidate.process_peak_rss_kib) - base;
+    theirs = static_cast<double>(baseline.process_peak_rss_kib) - base;
+  }
   target_check c;
   c.target = describe(t);
   // A baseline that grew by nothing is met only by a candidate that grew by nothing.
@@ -183,7 +203,7 @@ target_check judged(const target& t, const ratio_interval& r) {
 } // namespace
 
 target_check check_target(const target& t, const result& candidate, const result& baseline) {
-  if (t.statistic == "peak_rss") {
+  if (of_memory(t.statistic)) {
     return check_peak_rss(t, candidate, baseline);
   }
   const ratio_interval r =
@@ -258,7 +278,7 @@ target_check check_each(const target& t, const row_pairs& pairs) {
   std::string missed_names;
   std::optional<target_check> worst;
   std::string worst_workload;
-  const bool rss = t.statistic == "peak_rss";
+  const bool rss = of_memory(t.statistic);
   for (const auto& [candidate, baseline] : pairs) {
     one.workload = candidate->workload;
     const target_check c = check_target(one, *candidate, *baseline);

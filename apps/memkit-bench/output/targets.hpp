@@ -15,8 +15,9 @@ namespace memkit::bench {
 
 /// One target: `candidate` against `baseline` on `workload`. For a time (`statistic` "p50" or
 /// "p99"), the ratio of the baseline's time to the candidate's at least `ratio_at_least` (or above
-/// `ratio_above`); for "peak_rss", the candidate's peak RSS at most `ratio_at_most` times the
-/// baseline's.
+/// `ratio_above`); for "peak_rss", the candidate's peak RSS above its start at most
+/// `ratio_at_most` times the baseline's; for "process_rss" the same with each row's whole peak
+/// above the lighter of the two starts, which charges an allocator its start-up memory.
 ///
 /// A group target names `workloads` instead, a regular expression matching whole workload names,
 /// and how the group is judged (`aggregate`): "geomean", the geometric mean of the workloads'
@@ -29,10 +30,10 @@ struct target {
   /// a variant, or several separated by '|': the best of those in the run, per workload (the
   /// fastest at the statistic, or the lowest peak RSS)
   std::string baseline;
-  std::string statistic; ///< "p50", "p99" or "peak_rss"
+  std::string statistic; ///< "p50", "p99", "peak_rss" or "process_rss"
   double ratio_at_least = 0;
   double ratio_above = 0;
-  double ratio_at_most = 0; ///< peak_rss only
+  double ratio_at_most = 0; ///< peak_rss and process_rss only
   std::string source;       ///< where the bar comes from, in plain words
   std::string background;   ///< the section of docs/background.md with the published figures
 };

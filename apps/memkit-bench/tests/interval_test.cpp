@@ -257,6 +257,10 @@ TEST(Interval, PoolingProcessesTakesMediansOfTheirMediansAndKeepsEachOne) {
     r.items_per_iteration = 2;
     r.percentiles_us = {p50 / 2, p50, p50 * 3};
     r.hash.value = 7;
+    // Peak RSS: the largest peak above a start, the lightest start, the largest whole peak.
+    r.peak_rss_kib = static_cast<std::size_t>(p50 * 100);
+    r.start_rss_kib = static_cast<std::size_t>(6000 - p50 * 100);
+    r.process_peak_rss_kib = r.start_rss_kib + r.peak_rss_kib + static_cast<std::size_t>(p50);
     parts.push_back(r);
   }
   const result pooled = pool_processes(parts);
@@ -273,9 +277,28 @@ TEST(Interval, PoolingProcessesTakesMediansOfTheirMediansAndKeepsEachOne) {
   EXPECT_NEAR(pooled.process_spread, 20.0 / 12, 1e-12);
   EXPECT_NEAR(pooled.throughput_per_s, 2 * 1e6 / 12, 1e-6);
   EXPECT_TRUE(pooled.hash_ok);
+  EXPECT_EQ(pooled.peak_rss_kib, 3000U);
+  EXPECT_EQ(pooled.start_rss_kib, 3000U);
+  EXPECT_EQ(pooled.process_peak_rss_kib, 6030U);
 
   parts[1].hash.value = 8; // one process computed something else
   EXPECT_FALSE(pool_processes(parts).hash_ok);
+}
+
+TEST(Interval, OneProcessesRowKeepsTheLightestStartAndTheLargestWholePeakOfItsRounds) {
+  const workload w{"w", "items", 1, 1, ""};
+  std::vector<measurement> rounds(3);
+  const std::size_t starts[] = {5000, 4800, 5100};
+  const std::size_t peaks[] = {300, 600, 200};
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    rounds[i].samples_us = {1.0};
+    rounds[i].start_rss_kib = starts[i];
+    rounds[i].peak_rss_kib = peaks[i];
+  }
+  const result r = summarize(w, "v", rounds);
+  EXPECT_EQ(r.peak_rss_kib, 600U);
+  EXPECT_EQ(r.start_rss_kib, 4800U);
+  EXPECT_EQ(r.process_peak_rss_kib, 5400U); // the second round's 4800 + 600
 }
 
 TEST(Interval, CompareRowsGivesEachVariantItsIntervalAndVerdict) {

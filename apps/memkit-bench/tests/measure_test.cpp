@@ -57,6 +57,7 @@ TEST(Zygote, AMeasurementLargerThanAPipeHoldsComesBackWhole) {
     m.note = std::string(70'000, 'x');
     m.hash = 0x5eed;
     m.peak_rss_kib = 123;
+    m.start_rss_kib = 4567;
     return m;
   });
   const std::vector<const bench_case*> cases{&many};
@@ -70,6 +71,7 @@ TEST(Zygote, AMeasurementLargerThanAPipeHoldsComesBackWhole) {
   EXPECT_EQ(m.note.size(), 70'000u);
   EXPECT_EQ(m.hash, 0x5eedu);
   EXPECT_EQ(m.peak_rss_kib, 123u);
+  EXPECT_EQ(m.start_rss_kib, 4567u);
 }
 
 TEST(Zygote, AChildThatCrashesOrThrowsIsReportedAndTheNextIsMeasured) {

@@ -54,6 +54,8 @@ result every_field_set(int k) {
   r.process_p99_us = {24.5, 25.125, 26.0};
   r.process_spread = 0.0625;
   r.peak_rss_kib = 4096;
+  r.start_rss_kib = 5120;
+  r.process_peak_rss_kib = 9216;
   r.hash.value = 0xfedcba9876543210ULL - static_cast<std::uint64_t>(k);
   r.hash_ok = false;
   r.percentiles_us = {9.5, 11.75, 25.125, 400.5};
@@ -135,6 +137,8 @@ TEST(Records, ResultJsonHasEveryField) {
                            "process_p99_us",
                            "process_spread",
                            "peak_rss_kib",
+                           "start_rss_kib",
+                           "process_peak_rss_kib",
                            "hash",
                            "hash_ok",
                            "percentiles_us",
@@ -163,10 +167,11 @@ TEST(Records, CsvHasAColumnPerFieldAndQuotesText) {
   EXPECT_EQ(header, "workload,variant,unit,items_per_iteration,iterations,cold_us,min_us,p50_us,"
                     "p99_us,max_us,mean_us,throughput_per_s,speedup_vs_std,speedup_lo,speedup_hi,"
                     "verdict_vs_std,processes,process_p50_us,process_p99_us,process_spread,"
-                    "peak_rss_kib,hash,hash_ok,percentiles_us,note,optimized");
+                    "peak_rss_kib,start_rss_kib,process_peak_rss_kib,hash,hash_ok,percentiles_us,"
+                    "note,optimized");
   EXPECT_EQ(first, "workload-1,\"variant \"\"quoted\"\", with a comma\",requests,33.5,60001,101.25,"
                    "9.5,11.75,25.125,400.5,12.0625,85106.38,2.11,1.5,2.75,faster,3,"
-                   "11.5;11.75;12.25,24.5;25.125;26,0.0625,4096,0xfedcba987654320f,false,"
+                   "11.5;11.75;12.25,24.5;25.125;26,0.0625,4096,5120,9216,0xfedcba987654320f,false,"
                    "9.5;11.75;25.125;400.5,huge pages back 8.0 of 8.0 MiB,true");
 }
 
@@ -237,14 +242,20 @@ result peak_row(const std::string& variant, std::size_t kib) {
   return r;
 }
 
-TEST(Records, PeakRssTargetIsMetUpToItsRatioOfTheBaselinesPeak) {
+/// A target of memkit's peak RSS, at `statistic`, at most 1.2x `baseline`'s on larson-2t.
+target memory_target(const std::string& baseline, const std::string& statistic) {
   target t;
   t.workload = "larson-2t";
   t.candidate = "memkit";
-  t.baseline = "jemalloc";
-  t.statistic = "peak_rss";
+  t.baseline = baseline;
+  t.statistic = statistic;
   t.ratio_at_most = 1.2;
   t.source = "test";
+  return t;
+}
+
+TEST(Records, PeakRssTargetIsMetUpToItsRatioOfTheBaselinesPeak) {
+  const target t = memory_target("jemalloc", "peak_rss");
   const auto check = [&](std::size_t mine, std::size_t theirs) {
     const auto checks =
         check_targets({t}, {peak_row("memkit", mine), peak_row("jemalloc", theirs)});
@@ -257,6 +268,40 @@ TEST(Records, PeakRssTargetIsMetUpToItsRatioOfTheBaselinesPeak) {
   EXPECT_FALSE(check(1, 0)); // a baseline that grew by nothing
   EXPECT_TRUE(check(0, 0));
   EXPECT_EQ(check_targets({t}, {peak_row("memkit", 1)}).size(), 0U); // no baseline row: skipped
+}
+
+// "process_rss" charges each row the memory it made resident before the workload beyond the
+// other's: its whole peak above the lighter of the two starts. An allocator that starts 4 MiB
+// heavier and then grows less loses to one that starts light and grows more.
+TEST(Records, ProcessRssTargetChargesEachRowItsStartBeyondTheLighterStart) {
+  const target t = memory_target("tcmalloc|tbbmalloc", "process_rss");
+  const auto row = [](const std::string& variant, std::size_t start, std::size_t peak) {
+    result r = peak_row(variant, peak);
+    r.start_rss_kib = start;
+    r.process_peak_rss_kib = start + peak;
+    return r;
+  };
+  // memkit grows by 2400 KiB from a start of 5200; tcmalloc by 1450 from 9000: charged 3800
+  // beyond memkit's start, 5250 in all (0.46x). As peak_rss (above each start): 1.66x, missed.
+  std::vector<result> rows = {row("memkit", 5200, 2400), row("tcmalloc", 9000, 1450)};
+  auto checks = check_targets({t}, rows);
+  ASSERT_EQ(checks.size(), 1U);
+  EXPECT_TRUE(checks[0].met) << checks[0].measured;
+  EXPECT_NEAR(checks[0].ratio, 2400.0 / 5250.0, 0.001);
+  EXPECT_NE(checks[0].measured.find("(2400 KiB vs tcmalloc 5250 KiB)"), std::string::npos)
+      << checks[0].measured;
+  EXPECT_FALSE(check_targets({memory_target("tcmalloc|tbbmalloc", "peak_rss")}, rows)[0].met);
+  // The best baseline is the lowest whole peak: tbbmalloc's 7800, whose start is 200 above
+  // memkit's, charged to it: 2600 against memkit's 2400 (0.92x). memkit starting 800 above
+  // tbbmalloc is charged that instead: 3200 against 2400, 1.33x, missed.
+  rows.push_back(row("tbbmalloc", 5400, 2400));
+  checks = check_targets({t}, rows);
+  EXPECT_NEAR(checks[0].ratio, 2400.0 / 2600.0, 0.001);
+  EXPECT_NE(checks[0].measured.find("tbbmalloc"), std::string::npos) << checks[0].measured;
+  rows[0] = row("memkit", 6200, 2400);
+  checks = check_targets({t}, rows);
+  EXPECT_FALSE(checks[0].met);
+  EXPECT_NEAR(checks[0].ratio, 3200.0 / 2400.0, 0.001);
 }
 
 /// A row of `variant` on `workload` whose processes took `us` each (p50 and p99 alike).
@@ -360,17 +405,24 @@ TEST(Records, TargetsFileRejectsAMalformedGroupTarget) {
   EXPECT_THROW(load(R"("statistic": "peak_rss", "ratio_at_most": 1.2, "workloads": "x.*", )"
                     R"("aggregate": "geomean")"),
                std::runtime_error); // peak RSS has no geomean
+  EXPECT_THROW(load(R"("statistic": "process_rss", "ratio_at_most": 1.2, "workloads": "x.*", )"
+                    R"("aggregate": "geomean")"),
+               std::runtime_error);
   std::filesystem::remove(file);
 }
 
 TEST(Records, TargetsFileRejectsAPeakRssTargetWithATimeRatio) {
   const auto file = std::filesystem::temp_directory_path() / "memkit-bench-targets-test.json";
-  const auto load = [&](const std::string& ratios) {
+  const auto load = [&](const std::string& ratios, const std::string& statistic = "peak_rss") {
     std::ofstream(file) << R"({"targets": [{"workload": "w", "candidate": "a", "baseline": "b", )"
-                        << R"("statistic": "peak_rss", "source": "s", )" << ratios << "}]}";
+                        << R"("statistic": ")" << statistic << R"(", "source": "s", )" << ratios
+                        << "}]}";
     return load_targets(file.string());
   };
   EXPECT_EQ(load(R"("ratio_at_most": 1.2)").size(), 1U);
+  EXPECT_EQ(load(R"("ratio_at_most": 1.2)", "process_rss").size(), 1U);
+  EXPECT_THROW(load(R"("ratio_at_least": 1.2)", "process_rss"), std::runtime_error);
+  EXPECT_THROW(load(R"("ratio_at_most": 1.2)", "rss"), std::runtime_error);
   EXPECT_THROW(load(R"("ratio_at_least": 1.2)"), std::runtime_error);
   EXPECT_THROW(load(R"("ratio_at_most": 1.2, "ratio_above": 1)"), std::runtime_error);
   EXPECT_THROW(load(R"("ratio_at_most": 0)"), std::runtime_error);
