@@ -120,6 +120,11 @@ void tick_slow(process_heap& h) noexcept {
   h.tick();
 }
 
+void tick_and_free(process_heap& h, void* p) noexcept {
+  tick_slow(h);
+  free_in_arena(h, p);
+}
+
 void free_foreign(void* p) noexcept {
   count_foreign_free();
   release_foreign(p);
