@@ -48,7 +48,9 @@ inline constexpr std::uint32_t large_class = ~std::uint32_t{0};
 ///   current chunk of its class (the pin, so a free-allocate ping-pong on the current chunk never
 ///   makes it empty): `used == capacity - free.count() - fresh.remaining() / block_size + pinned`;
 /// - `in_bin` says the chunk is its class's current chunk or on its partial list; a chunk with
-///   every block out (`used == capacity`) is on no list ("floating") until a block returns;
+///   every block out is on no list ("floating") until a block returns, and its `used` is then 1,
+///   not `capacity`: the first block back takes it to 0 as an emptied chunk's last block does,
+///   so a free tests one count for both (engine::free_into), and `in_bin` tells them apart;
 /// - `used == 0` only off every list: a spare of its heap, or in the depot (`owner == nullptr`).
 struct alignas(cache_line_size) chunk {
   // Read by any thread holding a block of the chunk.

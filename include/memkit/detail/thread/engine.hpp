@@ -209,12 +209,7 @@ public:
   MEMKIT_ALWAYS_INLINE void free(void* p, chunk* c, heap* mine, std::size_t bytes) noexcept {
     if (MEMKIT_LIKELY(mine != nullptr && c->owner == mine)) {
       mine->counters.on_deallocate(bytes);
-      c->free.push(p, c->block_size);
-      // The current chunk of a class is pinned, so a free-allocate ping-pong on one block never
-      // lands here.
-      if (MEMKIT_UNLIKELY(--c->used == 0 || !c->in_bin)) {
-        relist(*mine, c, false);
-      }
+      free_into(*mine, c, p, false);
       return;
     }
     keep_or_free_elsewhere(p, c, mine, bytes);
@@ -470,10 +465,11 @@ private:
     }
     const bool filled = c != &empty_chunk;
     if (filled) {
-      // Full: it floats, owned but on no list, until a block of it comes back (relist).
+      // Full: it floats, owned but on no list, until a block of it comes back (relist), which
+      // counts its `used` down from 1 (chunk.hpp's invariants).
+      MEMKIT_ASSERT_INTERNAL(c->used == c->capacity + 1); // with the pin
       c->in_bin = false;
-      --c->used; // unpin
-      MEMKIT_ASSERT_INTERNAL(c->used == c->capacity);
+      c->used = 1;
     }
     h.set_current(cls, &empty_chunk);
     if ((c = b.partial.front()) != nullptr) {
@@ -502,19 +498,30 @@ private:
     return first;
   }
 
-  // A block came back to `c`, owned by `h`, which either emptied it or found it floating: an
-  // empty chunk leaves its list (keep_or_return), a floating one goes on the partial list.
-  MEMKIT_NOINLINE void relist(heap& h, chunk* c, bool locked) noexcept {
-    MEMKIT_ASSERT_INTERNAL(c->used <= c->capacity);
-    if (c->used == 0) {
-      MEMKIT_ASSERT_INTERNAL(c != h.bins[c->cls].current);
-      if (c->in_bin) {
-        h.unlink_partial(c);
-      }
-      keep_or_return(h, c, locked);
-    } else if (!c->in_bin) {
-      h.link_partial(c);
+  // \effects puts `p`, a block of `c` that `h` owns, on `c`'s free list, and relists `c` if
+  // that took its count to 0. One test serves both cases that need it, as a floating chunk
+  // counts down from 1 (chunk.hpp); the current chunk, pinned, never needs it, so a
+  // free-allocate ping-pong on one block never leaves the fast path.
+  MEMKIT_ALWAYS_INLINE void free_into(heap& h, chunk* c, void* p, bool locked) noexcept {
+    c->free.push(p, c->block_size);
+    if (MEMKIT_UNLIKELY(--c->used == 0)) {
+      relist(h, c, locked);
     }
+  }
+
+  // The count of `c`, owned by `h`, reached 0 as a block came back: the chunk floated (every
+  // block out) and has a free block now, so it goes on the partial list with its true count;
+  // or it is empty and leaves its list (keep_or_return).
+  MEMKIT_NOINLINE void relist(heap& h, chunk* c, bool locked) noexcept {
+    if (!c->in_bin && (c->used = c->capacity - 1) != 0) {
+      h.link_partial(c);
+      return;
+    }
+    MEMKIT_ASSERT_INTERNAL(c != h.bins[c->cls].current);
+    if (c->in_bin) {
+      h.unlink_partial(c);
+    }
+    keep_or_return(h, c, locked);
   }
 
   // A wholly free chunk of `h`: kept as a spare up to the bound, else handed to the depot.
@@ -584,10 +591,7 @@ private:
       void* const next = free_list::next(p);
       chunk* c = chunk_of(p);
       MEMKIT_ASSERT_INTERNAL(c->owner == &h && !c->is_large());
-      c->free.push(p, c->block_size);
-      if (--c->used == 0 || !c->in_bin) {
-        relist(h, c, locked);
-      }
+      free_into(h, c, p, locked);
       p = next;
     }
   }
@@ -628,10 +632,7 @@ private:
       count_unbound_free(bytes);
       if (c->owner == &shared_) {
         const std::lock_guard<std::mutex> lock(shared_mutex_);
-        c->free.push(p, c->block_size);
-        if (--c->used == 0 || !c->in_bin) {
-          relist(shared_, c, false);
-        }
+        free_into(shared_, c, p, false);
       } else {
         free_chain one;
         prepend(one, p, c->block_size);
