@@ -41,6 +41,20 @@ std::size_t os_upstream::region_size(std::size_t bytes) noexcept {
   return detail::round_up(n, step);
 }
 
+os_upstream::os_upstream([[maybe_unused]] os_upstream&& other) noexcept {
+  MEMKIT_ASSERT_INTERNAL(other.arena_ == nullptr && !other.heap_tried_ &&
+                         other.reserved_ == nullptr && other.mapped_ == 0);
+}
+
+os_upstream::~os_upstream() {
+  if (heap_ != nullptr) {
+    detail::os::unmap(heap_, region_heap_size);
+  }
+  if (arena_ != nullptr) {
+    detail::os::unmap(arena_, arena_size);
+  }
+}
+
 char* os_upstream::reserve_arena() noexcept {
   if (arena_ == nullptr) {
     arena_ =

@@ -57,6 +57,16 @@ public:
   static constexpr bool thread_safe = false;
   const char* name() const noexcept { return "memkit::replacement::os_upstream"; }
 
+  os_upstream() noexcept = default;
+  /// Only an upstream that reserved nothing yet moves (the engine takes its upstream by value as
+  /// it starts), so no two own one reservation.
+  os_upstream(os_upstream&& other) noexcept;
+  os_upstream& operator=(os_upstream&&) = delete;
+  /// \effects gives back the address space of the arena and of the region heap, if reserved:
+  /// 64 GiB that would otherwise stay reserved with no owner. The replacement's own upstream is
+  /// never destroyed; one made for a test is. \requires every block it handed out was given back.
+  ~os_upstream();
+
   /// \effects reserves the arena, if the address space allows. \returns its base, or null.
   char* reserve_arena() noexcept;
   void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept;
