@@ -150,11 +150,12 @@ def liveness_test(bench):
             or not r["cases_warm"] <= warm < r["cases_total"]:
         fail("/metrics' warm-up gauges during the warm-up: %s" % g)
     print("readiness_test: /metrics during the warm-up: %s" % g)
-    status, _, body = s.get("/healthz")
-    if (status, body) != (200, "ok\n"):
-        fail("/healthz later in the warm-up: %d %r" % (status, body))
+    health, _, body = s.get("/healthz")
+    if (health, body) != (200, "ok\n"):
+        fail("/healthz later in the warm-up: %d %r" % (health, body))
     # The progress line below is printed once the first case is warm: wait for it (a loaded
     # machine can take longer than the checks above), then stop the server in the warm-up.
+    status, r = s.readyz()
     deadline = time.monotonic() + 60
     while r["cases_warm"] == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
