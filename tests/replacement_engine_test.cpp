@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -577,10 +578,13 @@ TEST_F(RegionHeap, AlignmentsAboveAChunkAndRegionsBeyondTheTableAreMappedOnTheir
     u->deallocate(live[i], 2 * chunk, chunk);
   }
   for (std::size_t i = 0; i < live.size(); i += 2) {
+    errno = 0; // a failed mprotect, if the heap could not recommit a span, leaves its errno
     void* p = u->try_allocate(2 * chunk, chunk);
+    const int error = errno;
     EXPECT_LT(memkit::detail::address(p) - memkit::detail::address(live.front()),
               mr::os_upstream::max_spans * 2 * chunk)
-        << "a freed span reused";
+        << "a freed span reused (re-allocation " << i / 2 << ", errno " << error << ", "
+        << u->mapped() << " bytes mapped)";
     live[i] = static_cast<unsigned char*>(p);
   }
   for (unsigned char* p : live) {
