@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -573,18 +574,28 @@ TEST_F(RegionHeap, AlignmentsAboveAChunkAndRegionsBeyondTheTableAreMappedOnTheir
             mr::os_upstream::region_heap_size);
   stamp(outside, 2 * chunk, 9);
   u->deallocate(outside, 2 * chunk, chunk);
-  // Every other one freed: as many free spans as live regions, and all usable again.
+  // Every other one freed: as many free spans as live regions, and all usable again. The heap
+  // takes the most recently freed of equal spans first, by a clock that ticks every few
+  // milliseconds, so the upper half, freed more than a tick after the lower, comes back first.
+  const std::uintptr_t base = memkit::detail::address(live.front());
+  const std::size_t half = live.size() / 4 * 2; // even, as the indices of the regions freed
   for (std::size_t i = 0; i < live.size(); i += 2) {
+    if (i == half) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(12));
+    }
     u->deallocate(live[i], 2 * chunk, chunk);
   }
   for (std::size_t i = 0; i < live.size(); i += 2) {
     errno = 0; // a failed mprotect, if the heap could not recommit a span, leaves its errno
     void* p = u->try_allocate(2 * chunk, chunk);
     const int error = errno;
-    EXPECT_LT(memkit::detail::address(p) - memkit::detail::address(live.front()),
-              mr::os_upstream::max_spans * 2 * chunk)
+    EXPECT_LT(memkit::detail::address(p) - base, mr::os_upstream::max_spans * 2 * chunk)
         << "a freed span reused (re-allocation " << i / 2 << ", errno " << error << ", "
         << u->mapped() << " bytes mapped)";
+    if (i == 0) {
+      EXPECT_GE(memkit::detail::address(p) - base, half * 2 * chunk)
+          << "the first re-allocation takes a span of the upper half, the most recently freed";
+    }
     live[i] = static_cast<unsigned char*>(p);
   }
   for (unsigned char* p : live) {
