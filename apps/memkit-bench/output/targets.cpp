@@ -30,6 +30,12 @@ bool of_memory(const std::string& statistic) {
   return statistic == "peak_rss" || statistic == "process_rss";
 }
 
+/// \returns row `r`'s peak RSS in KiB as the memory statistic `statistic` counts it: above the
+/// row's own start ("peak_rss") or the whole process's ("process_rss").
+double memory_kib(const result& r, const std::string& statistic) {
+  return static_cast<double>(statistic == "process_rss" ? r.process_peak_rss_kib : r.peak_rss_kib);
+}
+
 /// \returns `t`'s fault ("" if none).
 std::string fault(const target& t) {
   if (t.workload.empty() == t.workloads.empty() || t.candidate.empty() || t.baseline.empty()) {
@@ -72,11 +78,8 @@ const std::vector<double>& per_process(const result& r, const std::string& name)
 
 /// \returns whether row `a` is better than row `b` at `statistic`: faster, or less peak RSS.
 bool better(const result& a, const result& b, const std::string& statistic) {
-  if (statistic == "peak_rss") {
-    return a.peak_rss_kib < b.peak_rss_kib;
-  }
-  if (statistic == "process_rss") {
-    return a.process_peak_rss_kib < b.process_peak_rss_kib;
+  if (of_memory(statistic)) {
+    return memory_kib(a, statistic) < memory_kib(b, statistic);
   }
   return statistic == "p99" ? a.p99_us < b.p99_us : a.p50_us < b.p50_us;
 }
@@ -158,14 +161,12 @@ namespace {
 // the two rows' starts, so each allocator is charged the memory it made resident before the
 // workload began (start-up, and what it kept of the harness's frees) beyond the other's.
 target_check check_peak_rss(const target& t, const result& candidate, const result& baseline) {
-  double mine = static_cast<double>(candidate.peak_rss_kib);
-  double theirs = static_cast<double>(baseline.peak_rss_kib);
-  if (t.statistic == "process_rss") {
-    const auto base =
-        static_cast<double>(std::min(candidate.start_rss_kib, baseline.start_rss_kib));
-    mine = static_cast<double>(candidate.process_peak_rss_kib) - base;
-    theirs = static_cast<double>(baseline.process_peak_rss_kib) - base;
-  }
+  const double base =
+      t.statistic == "process_rss"
+          ? static_cast<double>(std::min(candidate.start_rss_kib, baseline.start_rss_kib))
+          : 0;
+  const double mine = memory_kib(candidate, t.statistic) - base;
+  const double theirs = memory_kib(baseline, t.statistic) - base;
   target_check c;
   c.target = describe(t);
   // A baseline that grew by nothing is met only by a candidate that grew by nothing.

@@ -513,13 +513,15 @@ private:
   // block out) and has a free block now, so it goes on the partial list with its true count;
   // or it is empty and leaves its list (keep_or_return).
   MEMKIT_NOINLINE void relist(heap& h, chunk* c, bool locked) noexcept {
-    if (!c->in_bin && (c->used = c->capacity - 1) != 0) {
-      h.link_partial(c);
-      return;
-    }
     MEMKIT_ASSERT_INTERNAL(c != h.bins[c->cls].current);
     if (c->in_bin) {
       h.unlink_partial(c);
+    } else {
+      c->used = c->capacity - 1; // every block but the one just freed is out
+      if (c->used != 0) {
+        h.link_partial(c);
+        return;
+      }
     }
     keep_or_return(h, c, locked);
   }
