@@ -43,7 +43,7 @@ MEMKIT_NOINLINE void* allocate_from_engine(std::size_t bytes, std::size_t alignm
   }
   if (the_mode == mode_fast) {
     // The engine has bound a heap to this thread now, unless its exit began.
-    me.heap = h->current_heap();
+    keep_heap(h->current_heap());
   }
   if (p != nullptr && (the_mode & mode_stats) != 0) {
     count_allocation(usable_size_of(p));
@@ -110,17 +110,18 @@ std::size_t trim() noexcept {
   return h->trim();
 }
 
-void free_unbound(process_heap& h, void* p, detail::thread::chunk* c) noexcept {
-  h.free_found(p, c);
-  me.heap = h.current_heap();
-}
-
 void tick_slow(process_heap& h) noexcept {
   me.frees_until_tick = frees_per_tick;
   h.tick();
 }
 
 void tick_and_free(process_heap& h, void* p) noexcept {
+  if (me.heap == nullptr) {
+    // A thread that only frees so far: the engine binds it a heap as it frees, which me keeps.
+    h.free_found(p, detail::thread::chunk_of(p));
+    keep_heap(h.current_heap());
+    return;
+  }
   tick_slow(h);
   free_in_arena(h, p);
 }

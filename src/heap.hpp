@@ -274,11 +274,22 @@ struct thread_state {
   /// The calling thread's heap of the_process_heap, found here in one load rather than through the
   /// thread registry's binding table: set by the slow path once the engine bound one, in mode_fast
   /// only (so it also says the heap is made and the fast paths may run), dropped by the engine's
-  /// detach listener when the thread exits.
+  /// detach listener when the thread exits (keep_heap).
   thread_heap* heap = nullptr;
-  unsigned frees_until_tick = frees_per_tick;
+  /// Frees until the next tick; in mode_fast, 1 while `heap` is null, so that the free fast path,
+  /// which counts first, takes tick_and_free then and needs no test of its own for a heap.
+  unsigned frees_until_tick = 1;
 };
 inline thread_local thread_state me;
+
+/// \effects makes `t` (null: none) the calling thread's heap in `me`, keeping the count's promise:
+/// 1 while there is none, a whole tick's count once there is one again.
+inline void keep_heap(thread_heap* t) noexcept {
+  if (me.heap == nullptr || t == nullptr) {
+    me.frees_until_tick = t != nullptr ? frees_per_tick : 1;
+  }
+  me.heap = t;
+}
 
 /// \returns a block of `bytes` (1 if 0) aligned to `alignment` from the calling thread's cache,
 /// or null: then allocate_slow.
@@ -299,9 +310,6 @@ MEMKIT_ALWAYS_INLINE void* allocate(std::size_t bytes, std::size_t alignment) no
 }
 
 void tick_slow(process_heap& h) noexcept;
-/// Frees `p` (header `c`) on a thread whose heap is not in me.heap yet (a thread that
-/// only frees): through the engine, which binds one, then keeps that heap there.
-void free_unbound(process_heap& h, void* p, detail::thread::chunk* c) noexcept;
 
 /// \returns whether `p` lies in the arena and the_mode is mode_fast: then it is a block of a
 /// chunk, whose header is found by masking its address (chunk_of).
@@ -309,17 +317,18 @@ MEMKIT_ALWAYS_INLINE bool in_fast_arena(const void* p) noexcept {
   return detail::address(p) - fast_arena.load(std::memory_order_relaxed) < os_upstream::arena_size;
 }
 
-/// Frees `p`, in_fast_arena, without counting the free for the tick.
+/// Frees `p`, in_fast_arena, on a thread whose heap is in me.heap, without counting the free for
+/// the tick.
 MEMKIT_ALWAYS_INLINE void free_in_arena(process_heap& h, void* p) noexcept {
-  detail::thread::chunk* const c = detail::thread::chunk_of(p);
-  if (thread_heap* t = me.heap; MEMKIT_LIKELY(t != nullptr)) {
-    h.free_from(p, c, t);
-  } else {
-    free_unbound(h, p, c);
-  }
+  thread_heap* const t = me.heap;
+  MEMKIT_ASSERT_INTERNAL(t != nullptr);
+  MEMKIT_ASSUME(t != nullptr);
+  h.free_from(p, detail::thread::chunk_of(p), t);
 }
 
-/// The free that ends a tick's count: ticks (tick_slow), then frees `p` (in_fast_arena).
+/// The free that ends a tick's count, or the first one on a thread without a heap in me.heap:
+/// ticks (tick_slow) and frees `p` (in_fast_arena), or frees it through the engine, which binds
+/// the thread a heap.
 void tick_and_free(process_heap& h, void* p) noexcept;
 
 /// Frees `p` if in_fast_arena. \returns whether it did; if not, free_slow.
@@ -329,7 +338,8 @@ MEMKIT_ALWAYS_INLINE bool free_fast(void* p) noexcept {
     MEMKIT_ASSUME(p != nullptr);
     process_heap& h = made_process_heap();
     // Counted first, so that whatever the free calls out of line is its last act: a jump, and
-    // the fast path saves no register for a call that returns into it.
+    // the fast path saves no register for a call that returns into it. A count left above 0
+    // also says me.heap holds a heap (thread_state).
     if (MEMKIT_UNLIKELY(--me.frees_until_tick == 0)) {
       tick_and_free(h, p);
     } else {
