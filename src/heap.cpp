@@ -56,8 +56,8 @@ MEMKIT_NOINLINE void* allocate_from_engine(std::size_t bytes, std::size_t alignm
 void* allocate_slow(std::size_t bytes, std::size_t alignment) noexcept {
   // allocate_fast's miss, first: a block the thread kept from another heap, in a function small
   // enough to need no registers saved (me.heap is set only once the process heap is made).
-  if (thread_heap* t = me.heap; t != nullptr && alignment <= malloc_alignment) {
-    if (void* p = made_process_heap().pop_foreign(*t, bytes); p != nullptr) {
+  if (has_heap() && alignment <= malloc_alignment) {
+    if (void* p = made_process_heap().pop_foreign(*me.heap, bytes); p != nullptr) {
       return p;
     }
   }
@@ -116,7 +116,7 @@ void tick_slow(process_heap& h) noexcept {
 }
 
 void tick_and_free(process_heap& h, void* p) noexcept {
-  if (me.heap == nullptr) {
+  if (!has_heap()) {
     // A thread that only frees so far: the engine binds it a heap as it frees, which me keeps.
     h.free_found(p, detail::thread::chunk_of(p));
     keep_heap(h.current_heap());

@@ -268,35 +268,43 @@ MEMKIT_ALWAYS_INLINE process_heap& made_process_heap() noexcept {
 /// OS, after the delay and at most this many frees.
 inline constexpr unsigned frees_per_tick = 1024;
 
+/// The heap in me.heap of a thread that has none (yet, or any more): a thread_heap with no chunk,
+/// every current chunk the empty one, so the allocation fast path misses on it as it misses on an
+/// exhausted class, with no test of its own, and no free finds its chunk owned by it. Constant-
+/// initialized and never written.
+inline thread_heap no_heap;
+
 /// What the fast paths keep per thread, in one initial-exec TLS object (one address lookup for
 /// both fields), `inline` and constant-initialized, so no TLS wrapper call guards it.
 struct thread_state {
   /// The calling thread's heap of the_process_heap, found here in one load rather than through the
   /// thread registry's binding table: set by the slow path once the engine bound one, in mode_fast
-  /// only (so it also says the heap is made and the fast paths may run), dropped by the engine's
-  /// detach listener when the thread exits (keep_heap).
-  thread_heap* heap = nullptr;
-  /// Frees until the next tick; in mode_fast, 1 while `heap` is null, so that the free fast path,
-  /// which counts first, takes tick_and_free then and needs no test of its own for a heap.
+  /// only (so it also says the heap is made and the fast paths may run), no_heap until then and
+  /// again once the engine's detach listener dropped it as the thread exits (keep_heap).
+  thread_heap* heap = &no_heap;
+  /// Frees until the next tick; in mode_fast, 1 while `heap` is no_heap, so that the free fast
+  /// path, which counts first, takes tick_and_free then and needs no test of its own for a heap.
   unsigned frees_until_tick = 1;
 };
 inline thread_local thread_state me;
 
+/// \returns whether the calling thread has a heap in me.heap.
+inline bool has_heap() noexcept { return me.heap != &no_heap; }
+
 /// \effects makes `t` (null: none) the calling thread's heap in `me`, keeping the count's promise:
 /// 1 while there is none, a whole tick's count once there is one again.
 inline void keep_heap(thread_heap* t) noexcept {
-  if (me.heap == nullptr || t == nullptr) {
+  if (!has_heap() || t == nullptr) {
     me.frees_until_tick = t != nullptr ? frees_per_tick : 1;
   }
-  me.heap = t;
+  me.heap = t != nullptr ? t : &no_heap;
 }
 
 /// \returns a block of `bytes` (1 if 0) aligned to `alignment` from the calling thread's cache,
 /// or null: then allocate_slow.
 MEMKIT_ALWAYS_INLINE void* allocate_fast(std::size_t bytes, std::size_t alignment) noexcept {
-  thread_heap* t = me.heap;
-  if (MEMKIT_LIKELY(t != nullptr && alignment <= malloc_alignment)) {
-    return process_heap::pop_small(*t, bytes);
+  if (MEMKIT_LIKELY(alignment <= malloc_alignment)) {
+    return process_heap::pop_small(*me.heap, bytes);
   }
   return nullptr;
 }
@@ -321,7 +329,7 @@ MEMKIT_ALWAYS_INLINE bool in_fast_arena(const void* p) noexcept {
 /// the tick.
 MEMKIT_ALWAYS_INLINE void free_in_arena(process_heap& h, void* p) noexcept {
   thread_heap* const t = me.heap;
-  MEMKIT_ASSERT_INTERNAL(t != nullptr);
+  MEMKIT_ASSERT_INTERNAL(t != &no_heap);
   MEMKIT_ASSUME(t != nullptr);
   h.free_from(p, detail::thread::chunk_of(p), t);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // src/trace.hpp: the entry points' side of the trace recorder (MEMKIT_OPTIONS=trace:PATH,
 // docs/TRACE.md#recording). Recording costs the fast paths nothing: trace mode keeps every call off
-// them (me.heap stays null, fast_arena stays no_arena, as in any mode but mode_fast), so the
+// them (me.heap stays no_heap, fast_arena stays no_arena, as in any mode but mode_fast), so the
 // entry point's kind and return address are handed only to the slow paths, which record.
 #pragma once
 

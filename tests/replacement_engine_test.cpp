@@ -294,6 +294,59 @@ TEST(ReplacementEngine, AThreadThatOnlyFreesBindsOneHeap) {
   EXPECT_LE(stats_field("heaps"), heaps + 1);
 }
 
+// A thread without a heap allocates and frees through no_heap, the heap me.heap holds until the
+// engine binds one: its fast paths must miss on it and never write it, whichever call comes first.
+TEST(ReplacementEngine, NoHeapStaysEmptyWhateverAThreadWithoutAHeapCallsFirst) {
+  namespace dt = memkit::detail::thread;
+  std::vector<void*> blocks;
+  for (int i = 0; i < 64; ++i) {
+    blocks.push_back(mr::allocate(16 + 16 * static_cast<std::size_t>(i), 16));
+    stamp(blocks.back(), 16, static_cast<unsigned char>(i));
+  }
+  for (int first = 0; first < 4; ++first) {
+    std::thread([&] {
+      EXPECT_FALSE(mr::has_heap());
+      void* own = nullptr;
+      if (first == 0) {
+        own = mr::allocate(24, 16); // a class of the direct table
+      } else if (first == 1) {
+        own = mr::allocate(3000, 16); // a class above it
+      } else if (first == 2) {
+        own = mr::allocate(1 << 20, 16); // a large block
+      } else {
+        for (int i = 0; i < 16; ++i) { // another thread's blocks, freed first
+          EXPECT_TRUE(
+              stamped(blocks[static_cast<std::size_t>(i)], 16, static_cast<unsigned char>(i)));
+          mr::free(blocks[static_cast<std::size_t>(i)]);
+        }
+        own = mr::allocate(24, 16);
+      }
+      ASSERT_NE(own, nullptr);
+      stamp(own, 24, 3);
+      // A large block needs no heap: the engine binds one for the others, in fast mode.
+      EXPECT_EQ(mr::has_heap(), first != 2 && !debug_run()) << "first call " << first;
+      mr::free(own);
+    }).join();
+  }
+  for (std::size_t i = 16; i < blocks.size(); ++i) {
+    mr::free(blocks[i]);
+  }
+  const mr::thread_heap& none = mr::no_heap;
+  for (const auto& b : none.bins) {
+    EXPECT_EQ(b.current, &dt::empty_chunk);
+    EXPECT_TRUE(b.partial.empty());
+  }
+  for (const dt::chunk* d : none.direct) {
+    EXPECT_EQ(d, &dt::empty_chunk);
+  }
+  for (std::size_t cls = 0; cls < std::size(none.foreign); ++cls) {
+    EXPECT_TRUE(none.foreign[cls].empty());
+    EXPECT_EQ(none.foreign_count[cls], 0u);
+    EXPECT_FALSE(none.foreign_taken[cls]);
+  }
+  EXPECT_EQ(none.spare, nullptr);
+}
+
 TEST(ReplacementEngine, AClassesFirstChunkHoldsOnlyThePagesItCarvesNotThoseOfItsLastClass) {
   if (debug_run()) {
     GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";

@@ -54,7 +54,7 @@ struct heap {
   static constexpr std::size_t direct_steps = Bins > class_index(table_class_limit)
                                                   ? table_class_limit / class_granularity + 1
                                                   : 0;
-  chunk* direct[direct_steps == 0 ? 1 : direct_steps];
+  chunk* direct[direct_steps == 0 ? 1 : direct_steps] = {};
   remote_cache outgoing;
   /// Per class, blocks of other heaps freed on this heap's thread, kept to be handed out here
   /// before the current chunk carves new memory (keep_foreign, take_foreign): as a thread cache of
@@ -76,7 +76,7 @@ struct heap {
   std::uint32_t refills = 0; ///< engine::refill's runs past the kept blocks, for its tick
   thread::counters counters;
 
-  heap() noexcept {
+  constexpr heap() noexcept {
     for (chunk*& d : direct) {
       d = &empty_chunk;
     }
