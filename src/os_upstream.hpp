@@ -57,7 +57,9 @@ public:
   static constexpr bool thread_safe = false;
   const char* name() const noexcept { return "memkit::replacement::os_upstream"; }
 
-  os_upstream() noexcept = default;
+  /// User-provided, so that making one, even value-initialized (the process heap's is a temporary
+  /// the engine moves), does not zero the span table: its 32 KiB stay untouched, not resident.
+  os_upstream() noexcept {} // NOLINT(modernize-use-equals-default)
   /// Only an upstream that reserved nothing yet moves (the engine takes its upstream by value as
   /// it starts), so no two own one reservation.
   os_upstream(os_upstream&& other) noexcept;
@@ -151,7 +153,7 @@ private:
   char* heap_ = nullptr;     ///< the region heap's base, or null
   char* heap_top_ = nullptr; ///< its first byte never carved, or given back whole
   bool heap_tried_ = false;  ///< whether its reservation was attempted
-  span spans_[max_spans] = {};
+  span spans_[max_spans]; ///< the first span_count_ are the free spans; the rest is never read
   std::size_t span_count_ = 0;
   std::size_t spans_committed_ = 0;                         ///< bytes of the committed free spans
   std::uint64_t purge_at_ = static_cast<std::uint64_t>(-1); ///< when one may be due (purge)

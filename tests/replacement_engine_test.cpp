@@ -6,6 +6,7 @@
 // MEMKIT_OPTIONS=debug:1 for the Debug tests.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -654,6 +655,42 @@ TEST_F(RegionHeap, AlignmentsAboveAChunkAndRegionsBeyondTheTableAreMappedOnTheir
   for (unsigned char* p : live) {
     u->deallocate(p, 2 * chunk, chunk);
   }
+}
+
+// Making an upstream, or moving one that reserved nothing (the process heap's engine takes its
+// upstream so), leaves its 32 KiB table of free spans unwritten: the process heap's stays out of
+// resident memory until the region heap needs it. Both are made, value-initialized (which would
+// zero a defaulted constructor's object first), in fresh pages, which only a write makes resident.
+TEST(RegionHeapLifetime, MakingOrMovingAnUpstreamLeavesItsSpanTableUnwritten) {
+  const std::size_t bytes = memkit::detail::round_up(sizeof(mr::os_upstream), memkit::page_size);
+  const auto fresh = [&] {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    return p;
+  };
+  const auto resident_pages = [&](void* p) {
+    std::vector<unsigned char> vec(bytes / memkit::page_size);
+    EXPECT_EQ(::mincore(p, bytes, vec.data()), 0);
+    return static_cast<std::size_t>(
+        std::count_if(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1u) != 0; }));
+  };
+  // The table's whole pages (32 KiB, at least 7 of them) must stay out.
+  const std::size_t table_pages =
+      mr::os_upstream::max_spans * 4 * sizeof(void*) / memkit::page_size; // 4 words a span
+  void* const first = fresh();
+  void* const second = fresh();
+  auto* const a = ::new (first) mr::os_upstream();
+  EXPECT_LE(resident_pages(first), bytes / memkit::page_size - (table_pages - 1));
+  auto* const b = ::new (second) mr::os_upstream(std::move(*a));
+  EXPECT_LE(resident_pages(second), bytes / memkit::page_size - (table_pages - 1));
+  void* const p =
+      b->try_allocate(2 * memkit::detail::thread::chunk_size, memkit::detail::thread::chunk_size);
+  ASSERT_NE(p, nullptr) << "the moved upstream works";
+  b->deallocate(p, 2 * memkit::detail::thread::chunk_size, memkit::detail::thread::chunk_size);
+  b->~os_upstream();
+  a->~os_upstream();
+  ::munmap(first, bytes);
+  ::munmap(second, bytes);
 }
 
 // An upstream gives back the address space it reserved when it is destroyed: 5,000 of them, one
