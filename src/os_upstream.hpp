@@ -55,6 +55,9 @@ public:
   static constexpr std::uint64_t delay_ms = 100;
 
   static constexpr bool thread_safe = false;
+  /// A block below a chunk's alignment (the engine's own structures: heaps, chunk map nodes) is
+  /// mapped on its own, so it reads as zeros (detail::hands_out_zeroed).
+  static constexpr bool hands_out_zeroed = true;
   const char* name() const noexcept { return "memkit::replacement::os_upstream"; }
 
   /// User-provided, so that making one, even value-initialized (the process heap's is a temporary
@@ -153,7 +156,7 @@ private:
   char* heap_ = nullptr;     ///< the region heap's base, or null
   char* heap_top_ = nullptr; ///< its first byte never carved, or given back whole
   bool heap_tried_ = false;  ///< whether its reservation was attempted
-  span spans_[max_spans]; ///< the first span_count_ are the free spans; the rest is never read
+  span spans_[max_spans];    ///< the first span_count_ are the free spans; the rest is never read
   std::size_t span_count_ = 0;
   std::size_t spans_committed_ = 0;                         ///< bytes of the committed free spans
   std::uint64_t purge_at_ = static_cast<std::uint64_t>(-1); ///< when one may be due (purge)

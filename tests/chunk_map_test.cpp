@@ -4,9 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <thread>
+#include <vector>
+
+#include <sys/mman.h>
 
 #include "support/spy_resource.hpp"
 
@@ -109,6 +114,75 @@ TEST(ChunkMap, FailsCleanlyWhenNoNodeCanBeObtained) {
   EXPECT_EQ(map.find(at(0x10000)), nullptr);
   map.release(spy);
   EXPECT_EQ(spy.blocks_in_use(), 0u);
+}
+
+/// An upstream whose blocks come each from a mapping of its own: fresh pages, zeros to read and
+/// resident only once written. `Zeroed` says so (hands_out_zeroed); without it, the upstream
+/// fills every block with 0xff first, as reused memory may hold anything.
+template <bool Zeroed>
+struct mapping_upstream {
+  static constexpr bool hands_out_zeroed = Zeroed;
+  std::vector<std::pair<void*, std::size_t>> blocks;
+  void* try_allocate(std::size_t bytes, std::size_t) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      return nullptr;
+    }
+    if (!Zeroed) {
+      std::memset(p, 0xff, bytes);
+    }
+    blocks.emplace_back(p, bytes);
+    return p;
+  }
+  void deallocate(void* p, std::size_t bytes, std::size_t) {
+    ::munmap(p, bytes);
+    blocks.erase(std::find(blocks.begin(), blocks.end(), std::make_pair(p, bytes)));
+  }
+  /// \returns the resident pages of the block at `i`.
+  std::size_t resident(std::size_t i) const {
+    const auto [p, bytes] = blocks[i];
+    std::vector<unsigned char> vec((bytes + 4095) / 4096);
+    EXPECT_EQ(::mincore(p, bytes, vec.data()), 0);
+    return static_cast<std::size_t>(
+        std::count_if(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1u) != 0; }));
+  }
+};
+
+constexpr std::uintptr_t recorded = 0x7f1200000000;
+
+/// Checks that of the windows near `recorded`, in `map`, it alone is found: not the other
+/// windows of its leaf, nor those of another leaf of its mid node, nor of another mid node.
+void expect_alone(const memkit::detail::chunk_map<shift>& map) {
+  EXPECT_EQ(map.find(at(recorded)), at(recorded));
+  for (const std::uintptr_t other : {recorded + window, recorded - window,
+                                     recorded + (window << 12), recorded + (window << 24)}) {
+    EXPECT_EQ(map.find(at(other)), nullptr);
+  }
+}
+
+TEST(ChunkMap, NodesOfAnUpstreamThatDoesNotZeroAreZeroedBeforeTheyAreLinked) {
+  mapping_upstream<false> up;
+  memkit::detail::chunk_map<shift> map;
+  ASSERT_TRUE(map.insert(up, at(recorded), window));
+  expect_alone(map);
+  map.release(up);
+  EXPECT_TRUE(up.blocks.empty());
+}
+
+TEST(ChunkMap, NodesOfAnUpstreamThatHandsOutZeroedBecomeResidentOnlyWhereRecorded) {
+  mapping_upstream<true> up;
+  memkit::detail::chunk_map<shift> map;
+  ASSERT_TRUE(map.insert(up, at(recorded), window));
+  ASSERT_EQ(up.blocks.size(), 3u) << "a root, a mid node and a leaf";
+  std::size_t pages = 0;
+  for (std::size_t i = 0; i < up.blocks.size(); ++i) {
+    EXPECT_EQ(up.resident(i), 1u) << "node " << i << ": the page of its one entry";
+    pages += (up.blocks[i].second + 4095) / 4096;
+  }
+  EXPECT_GE(pages, 6u) << "the nodes span more pages than they touch";
+  expect_alone(map); // (reading other pages maps the zero page, which mincore counts)
+  map.release(up);
+  EXPECT_TRUE(up.blocks.empty());
 }
 
 TEST(ChunkMap, ReadersSeeEntriesAppearWhileTheWriterAddsThem) {

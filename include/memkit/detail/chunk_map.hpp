@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 #include "../config.hpp"
@@ -16,6 +17,15 @@
 namespace memkit {
 inline namespace MEMKIT_ABI {
 namespace detail {
+
+/// Whether every block `U` hands out for a chunk map's nodes (below a chunk's alignment) reads as
+/// zeros, as the OS's fresh pages do: `U::hands_out_zeroed`, true for the global replacement's
+/// upstream, which maps each such block on its own. The map then writes no node whole to zero it,
+/// and a node's pages become resident only where entries are recorded.
+template <class U, class = void>
+struct hands_out_zeroed : std::false_type {};
+template <class U>
+struct hands_out_zeroed<U, std::enable_if_t<U::hands_out_zeroed>> : std::true_type {};
 
 /// A radix tree over the address space in windows of 2^WindowShift bytes (the chunk alignment of
 /// the resource that uses it), mapping each window to the base of the chunk covering it: a
@@ -29,8 +39,9 @@ namespace detail {
 /// pointer into freed memory while the map lives.
 ///
 /// Memory model: one writer at a time (`insert`, `erase`, `release`: the owner's lock), any number
-/// of concurrent readers (`find`). A node is fully zeroed before the release store that links it,
-/// and `find` follows every link with acquire, so a reader sees either no node or a zeroed one. An
+/// of concurrent readers (`find`). A node is fully zeroed (by the map, or by an upstream that
+/// hands_out_zeroed) before the release store that links it, and `find` follows every link with
+/// acquire, so a reader sees either no node or a zeroed one. An
 /// entry is published with release after the chunk's header is written, so a reader that finds it
 /// also sees the header.
 template <unsigned WindowShift>
@@ -212,8 +223,10 @@ private:
       return nullptr;
     }
     Node* n = ::new (p) Node;
-    for (auto& s : n->slot) {
-      s.store(nullptr, std::memory_order_relaxed);
+    if constexpr (!hands_out_zeroed<Upstream>::value) {
+      for (auto& s : n->slot) {
+        s.store(nullptr, std::memory_order_relaxed);
+      }
     }
     return n;
   }

@@ -230,6 +230,7 @@ public:
 private:
   // The upstream as the depot's parts see it, every call counted (docs/statistics.md).
   struct counted_upstream {
+    static constexpr bool hands_out_zeroed = detail::hands_out_zeroed<Upstream>::value;
     depot& d;
     void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
       void* p = d.upstream_.try_allocate(bytes, alignment);
