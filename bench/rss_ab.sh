@@ -54,6 +54,8 @@ print('| | |\n|---|---|')
 print(f'| memkit | commit `{commit}` (the script\'s; each library says what it was built from) |')
 print(f'| machine | {machine}, {os.cpu_count()} cores |')
 print(f'| reproduce | `RUNS={runs} WORKLOADS={",".join(workloads)} bench/rss_ab.sh MEMKIT_BENCH {" ".join(n + ".so" for n in names)}` |\n')
+def shown(v):  # three significant digits below 100 (a json-tree iteration takes 8 µs), whole above
+    return f'{v:.2f}' if v < 10 else f'{v:.1f}' if v < 100 else f'{v:.0f}'
 runs_of = {(w, i): [line.split() for line in open(f'{out}/{w}.{i}')] for w in workloads
            for i in range(len(libs))}
 for column, what in ((0, 'peak RSS above the start in KiB'), (1, 'p50 time of an iteration in µs')):
@@ -63,11 +65,11 @@ for column, what in ((0, 'peak RSS above the start in KiB'), (1, 'p50 time of an
     print('|---|' + '---:|' * (2 * len(names) - 1))
     for w in workloads:
         med = [statistics.median(float(r[column]) for r in runs_of[w, i]) for i in range(len(libs))]
-        print(f'| {w} | ' + ' | '.join(f'{m:.0f}' for m in med) + ' | ' +
+        print(f'| {w} | ' + ' | '.join(shown(m) for m in med) + ' | ' +
               ' | '.join(f'{m / med[0]:.3f}' for m in med[1:]) + ' |')
     print()
 print('Every run in order, peak RSS in KiB and p50 in µs:\n')
 for w in workloads:
     for i, n in enumerate(names):
-        print(f'- {w}, {n}: ' + ', '.join(f'{r[0]} {float(r[1]):.0f}' for r in runs_of[w, i]))
+        print(f'- {w}, {n}: ' + ', '.join(f'{r[0]} {shown(float(r[1]))}' for r in runs_of[w, i]))
 EOF
