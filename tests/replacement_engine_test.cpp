@@ -166,10 +166,12 @@ TEST(ReplacementEngine, BlocksOfOtherThreadsFreedHereAreHandedOutAgain) {
   if (debug_run()) {
     GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
   }
-  // On a thread of its own, whose heap keeps no block yet (a new one, or an exited thread's,
-  // whose kept blocks went home): the test's main thread may already keep as many blocks of the
-  // class as a heap keeps, left by the tests run before it, and would then send these home (with
-  // --gtest_filter='*OtherThreads*' it got back 9 to 30 of the 32 in 6 runs of 10).
+  // On a thread of its own, whose heap keeps no block yet: the test's main thread may already
+  // keep as many blocks of the class as a heap keeps, left by the tests run before it, and would
+  // then send these home (with --gtest_filter='*OtherThreads*' it got back 9 to 30 of the 32 in 6
+  // runs of 10); so may an exited thread's heap, which the thread adopts, unless trim sends what
+  // exited threads kept home first.
+  mr::trim();
   std::thread([] {
     for (const std::size_t size : {64, 2000}) {
       mr::free(mr::allocate(size, 16)); // this thread's heap has a current chunk of the class
@@ -199,6 +201,61 @@ TEST(ReplacementEngine, BlocksOfOtherThreadsFreedHereAreHandedOutAgain) {
   }).join();
 }
 
+/// A thread that allocates 32 blocks of `size` bytes (`theirs`), then waits until `come_back()`
+/// is called, then allocates two chunks' worth and more, so that its current chunk runs dry and
+/// it takes what was sent home, and counts how many of its 32 it got back (`back()`). Before it,
+/// trim sends home what exited threads' heaps keep: the heap the thread adopts keeps no block of
+/// the class, so its 32 are its own.
+class owner_thread {
+public:
+  explicit owner_thread(std::size_t size) : size_(size) {
+    mr::trim();
+    t_ = std::thread([this] {
+      for (void*& p : theirs) {
+        p = mr::allocate(size_, 16);
+      }
+      step_ = 1;
+      while (step_.load() != 2) {
+        std::this_thread::yield();
+      }
+      const std::set<void*> sent(theirs.begin(), theirs.end());
+      std::vector<void*> mine(2 * memkit::detail::thread::chunk_size / size_ + theirs.size());
+      for (void*& p : mine) {
+        p = mr::allocate(size_, 16);
+        back_ += sent.count(p);
+      }
+      for (void* p : mine) {
+        mr::free(p);
+      }
+    });
+    while (step_.load() != 1) {
+      std::this_thread::yield();
+    }
+  }
+  owner_thread(const owner_thread&) = delete;
+  owner_thread& operator=(const owner_thread&) = delete;
+  ~owner_thread() {
+    if (t_.joinable()) {
+      come_back();
+    }
+  }
+
+  /// \effects lets the thread allocate again and waits for it.
+  void come_back() {
+    step_ = 2;
+    t_.join();
+  }
+  std::size_t back() const { return back_; }
+
+  std::vector<void*> theirs = std::vector<void*>(32);
+
+private:
+  std::size_t size_;
+  std::atomic<int> step_{0};
+  std::size_t back_ = 0;
+  std::thread t_;
+};
+
 // Kept blocks of a class this thread then does not allocate go home at its next tick (every
 // frees_per_tick frees) instead of waiting in its heap until it exits: their owner, still
 // running, gets them back once its current chunk runs dry.
@@ -207,34 +264,9 @@ TEST(ReplacementEngine, KeptBlocksOfAClassNotAllocatedHereGoHomeAtTheNextTick) {
     GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
   }
   for (const std::size_t size : {64, 2000}) {
+    owner_thread owner(size);
     mr::free(mr::allocate(size, 16)); // this thread's heap has a current chunk of the class
-    std::vector<void*> theirs(32);
-    std::atomic<int> step{0};
-    std::size_t back = 0;
-    std::thread owner([&] {
-      for (void*& p : theirs) {
-        p = mr::allocate(size, 16);
-      }
-      step = 1;
-      while (step.load() != 2) {
-        std::this_thread::yield();
-      }
-      // Two chunks' worth and more: the current chunk runs dry, and the owner then takes what
-      // was sent home.
-      const std::set<void*> sent(theirs.begin(), theirs.end());
-      std::vector<void*> mine(2 * memkit::detail::thread::chunk_size / size + theirs.size());
-      for (void*& p : mine) {
-        p = mr::allocate(size, 16);
-        back += sent.count(p);
-      }
-      for (void* p : mine) {
-        mr::free(p);
-      }
-    });
-    while (step.load() != 1) {
-      std::this_thread::yield();
-    }
-    for (void* p : theirs) {
+    for (void* p : owner.theirs) {
       mr::free(p); // kept here
     }
     // Two ticks' worth of frees of another class: the first may follow a hand-out of the class,
@@ -242,9 +274,44 @@ TEST(ReplacementEngine, KeptBlocksOfAClassNotAllocatedHereGoHomeAtTheNextTick) {
     for (unsigned i = 0; i < 2 * mr::frees_per_tick + 1; ++i) {
       mr::free(mr::allocate(200, 16));
     }
-    step = 2;
-    owner.join();
-    EXPECT_EQ(back, theirs.size()) << size;
+    owner.come_back();
+    EXPECT_EQ(owner.back(), owner.theirs.size()) << size;
+  }
+}
+
+// What a thread kept of other threads' blocks stays with its heap when it exits: the next thread,
+// which adopts that heap (the one abandoned last), hands those blocks out before it carves new
+// memory, where sent home they would wait for an owner that may never allocate again. trim
+// (malloc_trim) sends what exited threads' heaps keep home; the owner, still running, gets it
+// back once its current chunk runs dry.
+TEST(ReplacementEngine, WhatAnExitedThreadKeptGoesToItsHeapsNextThreadOrHomeOnTrim) {
+  if (debug_run()) {
+    GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
+  }
+  for (const std::size_t size : {64, 2000}) {
+    owner_thread owner(size);
+    const std::set<void*> kept(owner.theirs.begin(), owner.theirs.end());
+    std::thread([&] {
+      mr::free(mr::allocate(size, 16)); // a current chunk of the class: the thread keeps blocks
+      for (void* p : owner.theirs) {
+        mr::free(p);
+      }
+    }).join();
+    std::size_t handed_out = 0;
+    std::thread([&] {
+      std::vector<void*> got(kept.size() + 4096 / 64 + 1);
+      for (void*& p : got) {
+        p = mr::allocate(size, 16);
+        handed_out += kept.count(p);
+      }
+      for (void* p : got) {
+        mr::free(p); // the owner's blocks kept again, and left with the heap at the exit
+      }
+    }).join();
+    EXPECT_EQ(handed_out, kept.size()) << size;
+    mr::trim();
+    owner.come_back();
+    EXPECT_EQ(owner.back(), kept.size()) << size;
   }
 }
 

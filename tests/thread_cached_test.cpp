@@ -421,7 +421,8 @@ std::size_t allocate_until_back(Resource& r, const std::set<void*>& sent) {
 
 // A thread that allocates a class keeps blocks of that class other threads allocated when it
 // frees them, and hands them out before it carves new memory; one that never allocates the class
-// sends them home at once; and a thread's exit sends what it kept home.
+// sends them home at once; and what an exited thread kept stays with its heap, for the thread that
+// adopts it.
 TEST(ThreadCached, ForeignBlocksAreKeptWhereTheirClassIsAllocated) {
   locked_spy spy;
   any_size r{spy_ref(spy)};
@@ -450,43 +451,51 @@ TEST(ThreadCached, ForeignBlocksAreKeptWhereTheirClassIsAllocated) {
   }
   r.deallocate(mine, 64);
 
-  // The owner stays alive; a thread that allocates the class keeps the owner's blocks and, as it
-  // exits, sends them home, where the owner's allocations find them once its chunk is used up.
+  // The owner stays alive; a thread that allocates the class keeps the owner's blocks and exits
+  // with them. The next thread adopts its heap (the one abandoned last) and hands them out after
+  // its current chunk's free blocks, before it carves, as the thread that kept them would have.
   std::mutex m;
   std::condition_variable cv;
   bool allocated = false;
-  bool freed = false;
-  std::size_t found = 0;
+  bool adopted = false;
   std::thread owner([&] {
     for (void*& p : theirs) {
       p = r.allocate(64);
     }
-    const std::set<void*> sent(theirs.begin(), theirs.end());
-    {
-      std::unique_lock<std::mutex> lock(m);
-      allocated = true;
-      cv.notify_all();
-      cv.wait(lock, [&] { return freed; });
-    }
-    found = allocate_until_back(r, sent);
+    std::unique_lock<std::mutex> lock(m);
+    allocated = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return adopted; });
   });
   {
     std::unique_lock<std::mutex> lock(m);
     cv.wait(lock, [&] { return allocated; });
   }
+  const std::set<void*> left(theirs.begin(), theirs.end());
   std::thread([&] {
     r.deallocate(r.allocate(64), 64);
     for (void* p : theirs) {
       r.deallocate(p, 64);
     }
   }).join();
+  std::size_t handed_out = 0;
+  std::thread([&] {
+    std::vector<void*> got(4096 / 64 + n);
+    for (void*& p : got) {
+      p = r.allocate(64);
+      handed_out += left.count(p);
+    }
+    for (void* p : got) {
+      r.deallocate(p, 64);
+    }
+  }).join();
   {
     const std::lock_guard<std::mutex> lock(m);
-    freed = true;
+    adopted = true;
   }
   cv.notify_all();
   owner.join();
-  EXPECT_EQ(found, n) << "the exited thread's kept blocks went home";
+  EXPECT_EQ(handed_out, n) << "the adopting thread handed out what the exited one kept";
 }
 
 // A thread that kept other threads' blocks of a class and then allocates only other classes

@@ -302,10 +302,12 @@ public:
   }
 
   /// \effects gives every wholly free chunk's pages in the depot back to the upstream's OS, and
-  /// what the upstream keeps (malloc_trim). \returns the bytes given back; 0 unless the
-  /// upstream decommits (decay.hpp).
+  /// what the upstream keeps (malloc_trim), after taking back what exited threads' heaps hold
+  /// (reclaim_abandoned). \returns the bytes given back; 0 unless the upstream decommits
+  /// (decay.hpp).
   std::size_t trim() noexcept {
     const std::lock_guard<std::mutex> lock(depot_.mutex());
+    reclaim_abandoned();
     return depot_.purge(os::now_ms(), true);
   }
 
@@ -646,8 +648,7 @@ private:
     h->outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
   }
 
-  // Sends every foreign block `h` keeps to its owner (a thread's exit): no block waits in a heap
-  // that has no thread, and an adopted heap starts with none.
+  // Adds every foreign block `h` keeps to its owner's outgoing batch (reclaim_abandoned).
   void send_foreign_home(heap& h) noexcept {
     for (std::size_t cls = 0; cls < class_count_; ++cls) {
       send_class_home(h, cls);
@@ -737,12 +738,15 @@ private:
 
   // Thread exit (under the registry's mutex): post what is pending, take what was posted, and
   // give the wholly free chunks to the depot. The chunks still holding live blocks stay with the
-  // heap, which waits on the abandoned list for a new thread to adopt it, remote queue included.
+  // heap, which waits on the abandoned list for a new thread to adopt it, remote queue included,
+  // and so do the foreign blocks it keeps: the thread that adopts it hands them out before it
+  // carves, where sent home they waited for owners that may never allocate again (larson's
+  // measuring thread, which allocated the first blocks and then only waits). reclaim_abandoned
+  // sends them home if memory runs short before a thread adopts the heap.
   void unbind(heap& h) noexcept {
     if (unbind_listener_ != nullptr) {
       unbind_listener_();
     }
-    send_foreign_home(h);
     h.outgoing.template flush<heap>();
     take_remote_frees(h, false);
     const std::lock_guard<std::mutex> lock(depot_.mutex());
@@ -750,8 +754,14 @@ private:
   }
 
   // Requires the depot's mutex, which makes the caller the one consumer of every abandoned
-  // heap's queue: blocks freed to exited threads are reused before the upstream is asked for more.
+  // heap's queue and the holder of every abandoned heap: blocks freed to exited threads, and those
+  // exited threads kept, are reused before the upstream is asked for more. The kept blocks go
+  // home first, so that those of other abandoned heaps are back in their chunks below.
   void reclaim_abandoned() noexcept {
+    depot_.for_each_abandoned([&](heap& a) {
+      send_foreign_home(a);
+      a.outgoing.template flush<heap>();
+    });
     depot_.for_each_abandoned([&](heap& a) {
       if (a.remote.has_posts()) {
         take_remote_frees(a, true);
