@@ -5,7 +5,10 @@
 # a drift of the machine touches them alike, and two tables give per workload each library's
 # median over the runs of memkit-bench's peak_rss_kib (peak RSS above the start) and of its p50_us
 # (the time of an iteration), and its ratio to the first library's: a change made for memory
-# shows what it costs in time in the same runs. For a change to the engine: build
+# shows what it costs in time in the same runs. Each ratio has a 95 % interval: a percentile
+# bootstrap over the runs, resampled in pairs (run r of every library, which ran side by side),
+# 10,000 resamples, seed 2013; an interval that holds 1 says the runs do not separate the two
+# builds. For a change to the engine: build
 # libmemkit-preload.so before and after, copy each to a file whose name says what it is and
 # contains "memkit" (memkit-bench's check that the replacement intercepts malloc looks for it),
 # and compare.
@@ -15,7 +18,7 @@
 #   and memkit missed in the default runs)
 set -euo pipefail
 if [ $# -lt 3 ]; then
-  sed -n '3,15p' "$0" >&2
+  sed -n '3,18p' "$0" >&2
   exit 2
 fi
 bench=$1
@@ -45,7 +48,7 @@ done
 commit=$(git -C "$(dirname "$0")" rev-parse --short=12 HEAD 2> /dev/null || echo unknown)
 machine=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 python3 - "$out" "$workloads" "$commit" "$machine" "$runs" "${libs[@]}" << 'EOF'
-import os, statistics, sys
+import os, random, statistics, sys
 out, workloads, commit, machine, runs, libs = sys.argv[1], sys.argv[2].split(','), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
 names = [os.path.basename(l).removesuffix('.so') for l in libs]
 print('## Peak RSS and time of builds of the replacement, side by side\n')
@@ -58,15 +61,29 @@ def shown(v):  # three significant digits below 100 (a json-tree iteration takes
     return f'{v:.2f}' if v < 10 else f'{v:.1f}' if v < 100 else f'{v:.0f}'
 runs_of = {(w, i): [line.split() for line in open(f'{out}/{w}.{i}')] for w in workloads
            for i in range(len(libs))}
+def interval(base, other):  # 95 % percentile bootstrap of median(other) / median(base), paired
+    g = random.Random(2013)
+    n = min(len(base), len(other))
+    ratios = []
+    for _ in range(10000):
+        pick = [g.randrange(n) for _ in range(n)]
+        ratios.append(statistics.median(other[k] for k in pick) / statistics.median(base[k] for k in pick))
+    ratios.sort()
+    return ratios[249], ratios[9749]
 for column, what in ((0, 'peak RSS above the start in KiB'), (1, 'p50 time of an iteration in µs')):
     print(f'Median {what} over {runs} runs per library, each workload run alone under each '
-          'library in turn; the ratio is to the first library\'s median.\n')
+          'library in turn; the ratio is to the first library\'s median, with its 95 % interval '
+          '(paired bootstrap over the runs; one that holds 1 does not separate the two).\n')
     print('| workload | ' + ' | '.join(names) + ' | ' + ' | '.join(f'{n} / {names[0]}' for n in names[1:]) + ' |')
     print('|---|' + '---:|' * (2 * len(names) - 1))
     for w in workloads:
-        med = [statistics.median(float(r[column]) for r in runs_of[w, i]) for i in range(len(libs))]
-        print(f'| {w} | ' + ' | '.join(shown(m) for m in med) + ' | ' +
-              ' | '.join(f'{m / med[0]:.3f}' for m in med[1:]) + ' |')
+        values = [[float(r[column]) for r in runs_of[w, i]] for i in range(len(libs))]
+        med = [statistics.median(v) for v in values]
+        cells = []
+        for i in range(1, len(libs)):
+            lo, hi = interval(values[0], values[i])
+            cells.append(f'{med[i] / med[0]:.3f} [{lo:.2f}, {hi:.2f}]')
+        print(f'| {w} | ' + ' | '.join(shown(m) for m in med) + ' | ' + ' | '.join(cells) + ' |')
     print()
 print('Every run in order, peak RSS in KiB and p50 in µs:\n')
 for w in workloads:
