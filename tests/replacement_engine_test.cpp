@@ -58,18 +58,6 @@ std::size_t stats_field(const char* name) {
 
 void stamp(void* p, std::size_t n, unsigned char v) { std::memset(p, v, n); }
 
-/// \returns the resident pages of the chunk at `base` (mincore).
-std::size_t resident_pages(const char* base) {
-  namespace dt = memkit::detail::thread;
-  unsigned char vec[dt::chunk_size / memkit::page_size] = {};
-  EXPECT_EQ(::mincore(const_cast<char*>(base), dt::chunk_size, vec), 0);
-  std::size_t resident = 0;
-  for (const unsigned char v : vec) {
-    resident += v & 1u;
-  }
-  return resident;
-}
-
 bool stamped(const void* p, std::size_t n, unsigned char v) {
   const auto* b = static_cast<const unsigned char*>(p);
   for (std::size_t i = 0; i < n; ++i) {
@@ -423,43 +411,8 @@ TEST(ReplacementEngine, NoHeapStaysEmptyWhateverAThreadWithoutAHeapCallsFirst) {
     EXPECT_TRUE(none.foreign[cls].empty());
     EXPECT_EQ(none.foreign_count[cls], 0u);
     EXPECT_FALSE(none.foreign_taken[cls]);
-    EXPECT_EQ(none.idle_mark[cls], 0u);
   }
   EXPECT_EQ(none.spare, nullptr);
-}
-
-// A class's current chunk with no block out that served no call between two ticks goes to the
-// depot: a thread that stopped allocating a class does not pin that chunk, whose pages trim then
-// gives back (all but its header's) while the thread still runs.
-TEST(ReplacementEngine, AnIdleClassesCurrentChunkGoesToTheDepotAtTheSecondTick) {
-  if (debug_run()) {
-    GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
-  }
-  namespace dt = memkit::detail::thread;
-  std::atomic<int> step{0};
-  const char* base = nullptr;
-  std::thread t([&] {
-    void* p = mr::allocate(5000, 16); // a block beyond the header's page
-    stamp(p, 5000, 5);
-    base = dt::base_of(dt::chunk_of(p));
-    mr::free(p);
-    // Two ticks' worth of frees of another class: the first tick notes where the chunk stands,
-    // the second finds it there still.
-    for (unsigned i = 0; i < 2 * mr::frees_per_tick + 1; ++i) {
-      mr::free(mr::allocate(200, 16));
-    }
-    step = 1;
-    while (step.load() != 2) {
-      std::this_thread::yield();
-    }
-  });
-  while (step.load() != 1) {
-    std::this_thread::yield();
-  }
-  mr::trim();
-  EXPECT_EQ(resident_pages(base), 1u) << "only the header's page";
-  step = 2;
-  t.join();
 }
 
 TEST(ReplacementEngine, AClassesFirstChunkHoldsOnlyThePagesItCarvesNotThoseOfItsLastClass) {
@@ -482,6 +435,15 @@ TEST(ReplacementEngine, AClassesFirstChunkHoldsOnlyThePagesItCarvesNotThoseOfIts
     }
   }).join();
   ASSERT_GE(filled.size(), 40u);
+  const auto resident_pages = [](const char* base) {
+    unsigned char vec[dt::chunk_size / memkit::page_size] = {};
+    EXPECT_EQ(::mincore(const_cast<char*>(base), dt::chunk_size, vec), 0);
+    std::size_t resident = 0;
+    for (const unsigned char v : vec) {
+      resident += v & 1u;
+    }
+    return resident;
+  };
   std::thread([&] {
     // A new thread's first block of a class none of them served takes one of them, and with it
     // only the pages it carves: the header's and its block's first.

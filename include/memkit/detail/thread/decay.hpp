@@ -37,8 +37,7 @@ struct recommits<U, std::void_t<decltype(std::declval<U&>().recommit(nullptr, st
 
 /// The whole policy of giving memory back, over an upstream that decommits (nothing otherwise):
 /// - a wholly free chunk in the depot for `Upstream::delay_ms` gives its pages back, all but its
-///   header's (which links it into the depot); a class's current chunk its thread left idle
-///   between two ticks goes to the depot (engine::retire_idle_chunks);
+///   header's (which links it into the depot);
 /// - the upstream then gives back what it keeps for reuse (its own regions, by the same delay);
 /// - the depot is looked at whenever a chunk enters or leaves it and whenever a large block is
 ///   allocated or freed (`tick`), at most twice per delay; a thread that runs on its cache alone

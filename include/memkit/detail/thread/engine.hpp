@@ -319,7 +319,6 @@ public:
   void tick() noexcept {
     if (heap* const h = my_heap(); h != nullptr) {
       send_unused_foreign_home(*h);
-      retire_idle_chunks(*h);
     }
     if constexpr (depot_type::decommits) {
       const std::lock_guard<std::mutex> lock(depot_.mutex());
@@ -647,26 +646,6 @@ private:
     }
     h->counters.on_deallocate(bytes);
     h->outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
-  }
-
-  // Sends to the depot each current chunk of `h` with no block out that served no call since the
-  // last tick (its free list and carver where they were then): a thread that stopped allocating a
-  // class, or never did (a consumer that adopted a producer's heap), would otherwise pin a chunk of
-  // it, resident pages and all, that other threads' allocations could take.
-  void retire_idle_chunks(heap& h) noexcept {
-    for (std::size_t cls = 0; cls < class_count_; ++cls) {
-      chunk* const c = h.bins[cls].current;
-      const std::uintptr_t mark = address(c->free.head()) ^ address(c->fresh.next());
-      if (c == &empty_chunk || c->used != 1 || mark != h.idle_mark[cls]) {
-        h.idle_mark[cls] = mark;
-        continue;
-      }
-      h.set_current(cls, &empty_chunk);
-      c->in_bin = false;
-      c->used = 0;
-      const std::lock_guard<std::mutex> lock(depot_.mutex());
-      depot_.push(c);
-    }
   }
 
   // Adds every foreign block `h` keeps to its owner's outgoing batch (reclaim_abandoned).

@@ -68,10 +68,6 @@ struct heap {
   /// blocks of a class that is not being allocated here go home then, instead of waiting for the
   /// thread's exit (tcmalloc's thread cache gives back what stayed unused between scavenges).
   bool foreign_taken[Bins] = {};
-  /// Per class, where the current chunk's free list and carver stood at the last tick
-  /// (engine::retire_idle_chunks): unchanged at the next, with no block of the chunk out, the
-  /// thread no longer allocates the class.
-  std::uintptr_t idle_mark[Bins] = {};
   chunk* spare = nullptr; ///< wholly free chunks kept, linked through next
   std::size_t spare_count = 0;
   heap* next_heap = nullptr;      ///< every heap of the resource
