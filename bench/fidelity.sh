@@ -12,7 +12,8 @@
 # the same allocator (its code, libraries and start-up), since the replay's peak RSS is counted
 # above the replaying process's own start. Where a program forks (memkit-bench measures in a forked
 # child) the largest trace file, the child doing the work, is the one replayed, and the live time
-# of memkit-bench's workloads is the child's, as memkit-bench's --json reports it.
+# and heap of memkit-bench's workloads are the child's, as memkit-bench's --json reports them (its
+# peak RSS above the child's start, as the replay's is above its own).
 #
 # Prints Markdown on stdout: per program the allocators in order by live and by replayed time,
 # Kendall's tau between the two orders, the pairs of allocators the live runs order surely (a
@@ -65,14 +66,14 @@ set_commands() {
 
 . "$here/live_run.sh"
 
-# The time in µs a memkit-bench program took to run its workload, by its own --json document (the
-# measuring child's timed iterations and its first, untimed one: the process whose trace is
-# replayed), or nothing for another program.
-own_time() {
+# The time in µs a memkit-bench program took to run its workload and its peak RSS in KiB above its
+# start, by its own --json document (the measuring child's timed iterations and its first, untimed
+# one: the process whose trace is replayed), or nothing for another program.
+own_figures() {
   [ -f "$out/own.json" ] || return 0
   python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
-print(round(r["mean_us"] * r["iterations"] / r["processes"] + r["cold_us"]))' "$out/own.json"
+print(round(r["mean_us"] * r["iterations"] / r["processes"] + r["cold_us"]), r["peak_rss_kib"])' "$out/own.json"
 }
 
 declare -A preload
@@ -101,7 +102,7 @@ for p in "${program_list[@]}"; do
   for _ in $(seq "$runs"); do
     for a in "${allocator_list[@]}"; do
       rm -f "$out/own.json"
-      echo "$p $a live $(live_run "${preload[$a]}" "${cmd[@]}") $(own_time)" >>"$out/live"
+      echo "$p $a live $(live_run "${preload[$a]}" "${cmd[@]}") $(own_figures)" >>"$out/live"
       echo "$p $a trivial $(live_run "${preload[$a]}" "${trivial[@]}")" >>"$out/live"
     done
   done
@@ -117,7 +118,8 @@ out, programs, allocators, runs, processes = sys.argv[1], sys.argv[2].split(",")
 live = {}
 for line in open(f"{out}/live"):
     p, a, kind, us, kib, *own = line.split()
-    live.setdefault((p, a, kind), []).append((int(us) / 1000, int(kib), int(own[0]) / 1000 if own else None))
+    live.setdefault((p, a, kind), []).append(
+        (int(us) / 1000, int(kib), int(own[0]) / 1000 if own else None, int(own[1]) if own else None))
 
 def med(rows, i):
     return statistics.median(r[i] for r in rows)
@@ -177,7 +179,8 @@ for p in programs:
     alike = sum(1 for i, j in live_sure if (lt[i] - lt[j]) * (rt[i] - rt[j]) > 0)
     alike_sure = sum(1 for i, j in live_sure
                      if (lt[i] - lt[j]) * (rt[i] - rt[j]) > 0 and separable(rt_runs[i], rt_runs[j]))
-    heap = [med(live[(p, a, "live")], 1) - med(live[(p, a, "trivial")], 1) for a in names]
+    heap = ([med(live[(p, a, "live")], 3) for a in names] if own else
+            [med(live[(p, a, "live")], 1) - med(live[(p, a, "trivial")], 1) for a in names])
     rrss = [rows[a]["peak_rss_kib"] for a in names]
     ratios = [r / h if h > 0 else float("inf") for r, h in zip(rrss, heap)]
     order = lambda v: " < ".join(names[i] for i in sorted(range(len(names)), key=lambda i: v[i]))
@@ -196,7 +199,7 @@ for p in programs:
         detail.append(f"| {a} | {whole[i]:.1f} | {lt[i]:.1f} | {rt[i]:.1f} | {lt[i] - lt[s]:+.1f} | {rt[i] - rt[s]:+.1f} | {heap[i]:.0f} | {rrss[i]} | {ratios[i]:.2f} |")
 
 print(f"Live: median of {runs} runs per allocator, wall time and peak RSS, each less a trivial run's of the same binary under the same allocator (whole run: the time not less it), "
-      "except the time of memkit-bench's workloads (json-tree, larson-2t): the workload's own, as memkit-bench's --json gives it (its measuring child's iterations, timed and cold), "
+      "except the time and heap of memkit-bench's workloads (json-tree, larson-2t): the workload's own, as memkit-bench's --json gives them (its measuring child's iterations, timed and cold, and its peak RSS above its start), "
       "since that child's trace is the one replayed; replay: "
       f"`memkit-bench replay --processes {processes}` (median time, peak RSS above the replay's start). "
       "tau: Kendall's tau-b between the two orders by time (whole run: with the live whole runs' order). Pairs the live runs order surely: "

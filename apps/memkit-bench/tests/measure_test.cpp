@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
-// apps/memkit-bench/tests/measure_test.cpp: measurements in children of the zygote
-// (core/measure.hpp): each child starts from the state the zygote was forked in, not from what the
-// measuring process did since; a large measurement comes back whole; a child that crashes or
-// fails is reported as such and the next one is measured as usual; a zygote that died, on every
-// later measurement.
+// apps/memkit-bench/tests/measure_test.cpp: a measurement charges its own timings nothing in the
+// workload's peak resident memory; measurements in children of the zygote (core/measure.hpp): each
+// child starts from the state the zygote was forked in, not from what the measuring process did
+// since; a large measurement comes back whole; a child that crashes or fails is reported as such
+// and the next one is measured as usual; a zygote that died, on every later measurement.
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,22 @@ const workload test_workload{"zygote-test", "calls", 1, 1, ""};
 
 bench_case make_case(std::function<measurement(std::size_t, bool)> f) {
   return bench_case{&test_workload, "test", std::move(f)};
+}
+
+/// A policy that allocates nothing.
+struct idle_policy {
+  explicit idle_policy(const hint&) noexcept {}
+  void recycle() noexcept {}
+};
+
+TEST(Measure, ChargesItsOwnTimingsNothingInTheWorkloadsPeak) {
+  // 3,125 KiB of timings, resident before the resident memory is read, so not in the peak.
+  const std::size_t iterations = 400'000;
+  const measurement m = measure<idle_policy>(
+      hint{}, iterations, [](idle_policy&, std::string&) { return std::uint64_t{1}; }, true);
+  ASSERT_EQ(m.samples_us.size(), iterations);
+  EXPECT_TRUE(m.consistent);
+  EXPECT_LT(m.peak_rss_kib, 1024u) << "the timings were counted as the workload's memory";
 }
 
 TEST(Zygote, AChildStartsFromTheStateTheZygoteWasMadeInNotTheCallersLaterOne) {
