@@ -423,6 +423,42 @@ std::size_t allocate_until_back(Resource& r, const std::set<void*>& sent) {
 // frees them, and hands them out before it carves new memory; one that never allocates the class
 // sends them home at once; and what an exited thread kept stays with its heap, for the thread that
 // adopts it.
+TEST(ThreadCached, AThreadWhoseFirstCallFreesAnExitedThreadsBlockAdoptsThatThreadsHeap) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  // One thread exits with a block live, then another, which ran beside it (so it had a heap of its
+  // own), exits too: its heap is the newest of the two waiting.
+  void* left = nullptr;
+  std::atomic<int> step{0};
+  const auto await = [&](int s) {
+    while (step.load() != s) {
+      std::this_thread::yield();
+    }
+  };
+  std::thread first([&] {
+    left = r.allocate(64);
+    step = 1;
+    await(2);
+  });
+  std::thread second([&] {
+    await(1);
+    r.deallocate(r.allocate(32), 32);
+    step = 2;
+    await(3);
+  });
+  first.join();
+  step = 3;
+  second.join();
+  void* next = nullptr;
+  std::thread([&] {
+    r.deallocate(left, 64); // this thread's first call: it adopts the heap that owns `left`
+    next = r.allocate(64);
+  }).join();
+  EXPECT_EQ(next, left) << "freed where it lies and handed out again, not sent to a heap "
+                           "without a thread while this one carves another chunk";
+  r.deallocate(next, 64);
+}
+
 TEST(ThreadCached, ForeignBlocksAreKeptWhereTheirClassIsAllocated) {
   locked_spy spy;
   any_size r{spy_ref(spy)};

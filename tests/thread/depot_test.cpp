@@ -132,6 +132,28 @@ TEST(Depot, HeapsAreMadeOnceAndAnAbandonedOneIsAdoptedWhole) {
   expect_all_returned(spy);
 }
 
+TEST(Depot, AThreadThatBindsByFreeingAdoptsTheBlocksHeapIfItWaitsElseTheNewest) {
+  spy_resource spy;
+  spy_depot d(resource_ref<spy_resource>{spy});
+  heap* a = d.adopt_or_make();
+  heap* b = d.adopt_or_make();
+  heap* c = d.adopt_or_make();
+  heap* live = d.adopt_or_make(); // a heap whose thread runs
+  d.abandon(*a);
+  d.abandon(*b);
+  d.abandon(*c);
+  EXPECT_EQ(d.adopt_or_make(b), b) << "the heap that owns the block freed, from the middle";
+  EXPECT_FALSE(b->abandoned);
+  std::vector<heap*> waiting;
+  d.for_each_abandoned([&](heap& h) { waiting.push_back(&h); });
+  EXPECT_EQ(waiting, (std::vector<heap*>{c, a})) << "the others still wait, in their order";
+  EXPECT_EQ(d.adopt_or_make(live), c) << "the owner has a thread: the newest";
+  EXPECT_EQ(d.adopt_or_make(a), a);
+  EXPECT_EQ(d.heap_count(), 4u) << "no heap made while one waited";
+  d.release();
+  expect_all_returned(spy);
+}
+
 TEST(Depot, AbandoningAHeapTakesItsSparesAndItsEmptyCurrentChunksButNotBusyOnes) {
   spy_resource spy;
   spy_depot d(resource_ref<spy_resource>{spy});

@@ -135,11 +135,22 @@ public:
     return large_regions::grow(c, n, counted_, map_);
   }
 
-  /// \returns an exited thread's heap, whole, or a new one; null if none could be made.
-  Heap* adopt_or_make() noexcept {
-    Heap* h = abandoned_;
-    if (h != nullptr) {
-      abandoned_ = h->next_abandoned;
+  /// \returns an exited thread's heap, whole, or a new one; null if none could be made. A thread
+  /// that binds by freeing a block of `owner`, an exited thread's heap, adopts that one: the block
+  /// is freed where it lies and reused there (a thread of leak-on-exit frees first what a thread of
+  /// the round before left, and allocates after). Otherwise the newest.
+  Heap* adopt_or_make(const Heap* owner = nullptr) noexcept {
+    Heap** pick = nullptr;
+    if (owner != nullptr && owner->abandoned) {
+      for (pick = &abandoned_; *pick != owner;) {
+        pick = &(*pick)->next_abandoned;
+      }
+    } else if (abandoned_ != nullptr) {
+      pick = &abandoned_;
+    }
+    if (pick != nullptr) {
+      Heap* const h = *pick;
+      *pick = h->next_abandoned;
       h->abandoned = false;
       return h;
     }
@@ -147,7 +158,7 @@ public:
     if (p == nullptr) {
       return nullptr;
     }
-    h = ::new (p) Heap;
+    Heap* const h = ::new (p) Heap;
     h->next_heap = heaps_;
     heaps_ = h;
     ++heap_count_;
