@@ -423,32 +423,43 @@ std::size_t allocate_until_back(Resource& r, const std::set<void*>& sent) {
 // frees them, and hands them out before it carves new memory; one that never allocates the class
 // sends them home at once; and what an exited thread kept stays with its heap, for the thread that
 // adopts it.
-TEST(ThreadCached, AThreadWhoseFirstCallFreesAnExitedThreadsBlockAdoptsThatThreadsHeap) {
-  locked_spy spy;
-  any_size r{spy_ref(spy)};
-  // One thread exits with a block live, then another, which ran beside it (so it had a heap of its
-  // own), exits too: its heap is the newest of the two waiting.
-  void* left = nullptr;
+/// Runs `first` and `second` on two threads that run side by side, so that each binds a heap of its
+/// own, and exit in that order: the heap of `second` is then the newest waiting for adoption.
+template <class First, class Second>
+void exit_one_after_the_other(First first, Second second) {
   std::atomic<int> step{0};
   const auto await = [&](int s) {
     while (step.load() != s) {
       std::this_thread::yield();
     }
   };
-  std::thread first([&] {
-    left = r.allocate(64);
+  std::thread a([&] {
+    first();
     step = 1;
     await(2);
   });
-  std::thread second([&] {
+  std::thread b([&] {
     await(1);
-    r.deallocate(r.allocate(32), 32);
+    second();
     step = 2;
     await(3);
   });
-  first.join();
+  a.join();
   step = 3;
-  second.join();
+  b.join();
+}
+
+/// \returns the 64 KiB chunk `p` lies in.
+std::uintptr_t chunk_of(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) / memkit::detail::thread::chunk_size;
+}
+
+TEST(ThreadCached, AThreadWhoseFirstCallFreesAnExitedThreadsBlockAdoptsThatThreadsHeap) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  void* left = nullptr;
+  exit_one_after_the_other([&] { left = r.allocate(64); }, // exits with it live
+                           [&] { r.deallocate(r.allocate(32), 32); });
   void* next = nullptr;
   std::thread([&] {
     r.deallocate(left, 64); // this thread's first call: it adopts the heap that owns `left`
@@ -457,6 +468,40 @@ TEST(ThreadCached, AThreadWhoseFirstCallFreesAnExitedThreadsBlockAdoptsThatThrea
   EXPECT_EQ(next, left) << "freed where it lies and handed out again, not sent to a heap "
                            "without a thread while this one carves another chunk";
   r.deallocate(next, 64);
+}
+
+TEST(ThreadCached,
+     AThreadThatAllocatesFirstAdoptsTheRichestWaitingHeapOneThatFreesFirstThePoorest) {
+  // A producer exits with a block of class 64 live: its heap keeps that class's current chunk. A
+  // consumer frees a block of this thread (which runs throughout) and allocates nothing: its heap
+  // keeps no chunk. Whichever exited last, a thread that allocates first adopts the producer's
+  // heap and one that frees first the consumer's.
+  for (const bool producer_last : {false, true}) {
+    locked_spy spy;
+    any_size r{spy_ref(spy)};
+    void* const mine[2] = {r.allocate(32), r.allocate(32)};
+    void* produced = nullptr;
+    const auto produce = [&] { produced = r.allocate(64); };
+    const auto consume = [&] { r.deallocate(mine[0], 32); };
+    if (producer_last) {
+      exit_one_after_the_other(consume, produce);
+    } else {
+      exit_one_after_the_other(produce, consume);
+    }
+    void* next = nullptr;
+    if (producer_last) {
+      std::thread([&] {
+        r.deallocate(mine[1], 32);
+        next = r.allocate(64);
+      }).join();
+      EXPECT_NE(chunk_of(next), chunk_of(produced)) << "it adopted the producer's heap, the newest";
+    } else {
+      std::thread([&] { next = r.allocate(64); }).join();
+      EXPECT_EQ(chunk_of(next), chunk_of(produced)) << "it adopted the consumer's heap, the newest";
+    }
+    r.deallocate(next, 64);
+    r.deallocate(produced, 64);
+  }
 }
 
 TEST(ThreadCached, ForeignBlocksAreKeptWhereTheirClassIsAllocated) {

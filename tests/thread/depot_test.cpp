@@ -132,24 +132,51 @@ TEST(Depot, HeapsAreMadeOnceAndAnAbandonedOneIsAdoptedWhole) {
   expect_all_returned(spy);
 }
 
-TEST(Depot, AThreadThatBindsByFreeingAdoptsTheBlocksHeapIfItWaitsElseTheNewest) {
+/// \returns `n` heaps made by `d`, none adopted.
+std::vector<heap*> make_heaps(spy_depot& d, std::size_t n) {
+  std::vector<heap*> made;
+  for (std::size_t i = 0; i < n; ++i) {
+    made.push_back(d.adopt_or_make());
+  }
+  return made;
+}
+
+TEST(Depot, AThreadAdoptsTheHeapItFreesIntoElseTheOneWithTheMostOrFewestCurrentChunks) {
   spy_resource spy;
   spy_depot d(resource_ref<spy_resource>{spy});
-  heap* a = d.adopt_or_make();
-  heap* b = d.adopt_or_make();
-  heap* c = d.adopt_or_make();
-  heap* live = d.adopt_or_make(); // a heap whose thread runs
+  const std::vector<heap*> made = make_heaps(d, 6);
+  heap* const a = made[0];
+  heap* const b = made[1];
+  heap* const c = made[2];
+  heap* const rich = made[3];
+  heap* const middle = made[4];
+  heap* const live = made[5]; // a heap whose thread runs
   d.abandon(*a);
   d.abandon(*b);
   d.abandon(*c);
-  EXPECT_EQ(d.adopt_or_make(b), b) << "the heap that owns the block freed, from the middle";
+  EXPECT_EQ(d.adopt_or_make(b, false), b) << "the heap that owns the block freed, from the middle";
   EXPECT_FALSE(b->abandoned);
   std::vector<heap*> waiting;
   d.for_each_abandoned([&](heap& h) { waiting.push_back(&h); });
   EXPECT_EQ(waiting, (std::vector<heap*>{c, a})) << "the others still wait, in their order";
-  EXPECT_EQ(d.adopt_or_make(live), c) << "the owner has a thread: the newest";
-  EXPECT_EQ(d.adopt_or_make(a), a);
-  EXPECT_EQ(d.heap_count(), 4u) << "no heap made while one waited";
+  EXPECT_EQ(d.adopt_or_make(a, false), a) << "the owner, the last";
+
+  const auto give_current = [&](heap* h, std::size_t cls) {
+    thread::chunk* chunk = d.obtain();
+    ASSERT_NE(chunk, nullptr);
+    chunk->used = 2; // pinned, with a block out: abandoning the heap leaves it current
+    h->set_current(cls, chunk);
+  };
+  give_current(rich, 1);
+  give_current(rich, 2);
+  give_current(middle, 1);
+  d.abandon(*rich);
+  d.abandon(*middle); // waiting, newest first: middle, rich, c
+  EXPECT_EQ(rich->current_chunks(), 2u);
+  EXPECT_EQ(d.adopt_or_make(nullptr, true), rich) << "allocating: the most current chunks";
+  EXPECT_EQ(d.adopt_or_make(live, false), c) << "freeing a running thread's block: the fewest";
+  EXPECT_EQ(d.adopt_or_make(live, false), middle);
+  EXPECT_EQ(d.heap_count(), 6u) << "no heap made while one waited";
   d.release();
   expect_all_returned(spy);
 }

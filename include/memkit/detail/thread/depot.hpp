@@ -135,18 +135,34 @@ public:
     return large_regions::grow(c, n, counted_, map_);
   }
 
+  /// How many abandoned heaps, newest first, adopt_or_make compares.
+  static constexpr std::size_t adoption_scan = 8;
+
   /// \returns an exited thread's heap, whole, or a new one; null if none could be made. A thread
   /// that binds by freeing a block of `owner`, an exited thread's heap, adopts that one: the block
   /// is freed where it lies and reused there (a thread of leak-on-exit frees first what a thread of
-  /// the round before left, and allocates after). Otherwise the newest.
-  Heap* adopt_or_make(const Heap* owner = nullptr) noexcept {
+  /// the round before left, and allocates after). Otherwise, of the newest `adoption_scan`, a
+  /// thread that binds by allocating (`allocating`) adopts the heap with the most current chunks,
+  /// and one that binds by freeing a running thread's block the heap with the fewest: a thread that
+  /// only frees (xmalloc's consumers) would otherwise hold an exited producer's chunks, and the
+  /// blocks freed into them, where no thread allocates, while the next producers took new ones.
+  Heap* adopt_or_make(const Heap* owner = nullptr, bool allocating = true) noexcept {
     Heap** pick = nullptr;
     if (owner != nullptr && owner->abandoned) {
       for (pick = &abandoned_; *pick != owner;) {
         pick = &(*pick)->next_abandoned;
       }
-    } else if (abandoned_ != nullptr) {
-      pick = &abandoned_;
+    } else {
+      std::size_t best = 0;
+      std::size_t seen = 0;
+      for (Heap** a = &abandoned_; *a != nullptr && seen < adoption_scan;
+           a = &(*a)->next_abandoned, ++seen) {
+        const std::size_t n = (*a)->current_chunks();
+        if (pick == nullptr || (allocating ? n > best : n < best)) {
+          pick = a;
+          best = n;
+        }
+      }
     }
     if (pick != nullptr) {
       Heap* const h = *pick;

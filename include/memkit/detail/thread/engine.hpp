@@ -413,7 +413,7 @@ private:
 
   // The current chunk of `cls` had no free block, or the thread has no heap yet.
   MEMKIT_NOINLINE void* refill_and_allocate(heap* h, std::size_t cls, std::size_t bytes) noexcept {
-    if (h == nullptr && (h = bind_heap(nullptr)) == nullptr) {
+    if (h == nullptr && (h = bind_heap(nullptr, true)) == nullptr) {
       // No per-thread heap: too many instances, the thread is exiting, or none could be made.
       const std::lock_guard<std::mutex> lock(shared_mutex_);
       void* p = refill(shared_, cls);
@@ -627,7 +627,7 @@ private:
       return;
     }
     if (h == nullptr) {
-      if ((h = bind_heap(static_cast<heap*>(c->owner))) != nullptr) {
+      if ((h = bind_heap(static_cast<heap*>(c->owner), false)) != nullptr) {
         // With the heap just bound: freed where it is if the block is the heap's (an adopted
         // heap's), else kept or sent on.
         free(p, c, h, bytes);
@@ -712,16 +712,16 @@ private:
     }
   }
 
-  // A heap for the calling thread, which allocates, or frees a block of `owner`: an exited
-  // thread's, adopted whole (depot::adopt_or_make says which), or a new one.
-  heap* bind_heap(const heap* owner) noexcept {
+  // A heap for the calling thread, which allocates (`allocating`) or frees a block of `owner`: an
+  // exited thread's, adopted whole (depot::adopt_or_make says which), or a new one.
+  heap* bind_heap(const heap* owner, bool allocating) noexcept {
     if (key_.id == registry::no_id) {
       return nullptr;
     }
     heap* h = nullptr;
     {
       const std::lock_guard<std::mutex> lock(depot_.mutex());
-      if ((h = depot_.adopt_or_make(owner)) == nullptr) {
+      if ((h = depot_.adopt_or_make(owner, allocating)) == nullptr) {
         return nullptr;
       }
     }

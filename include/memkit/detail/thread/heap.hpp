@@ -96,6 +96,15 @@ struct heap {
     }
   }
 
+  /// \returns how many classes have a current chunk here.
+  std::size_t current_chunks() const noexcept {
+    std::size_t n = 0;
+    for (const bin& b : bins) {
+      n += b.current != &empty_chunk ? 1 : 0;
+    }
+    return n;
+  }
+
   /// \effects lists `c`, no longer full, as a partly used chunk of its class.
   void link_partial(chunk* c) noexcept {
     bins[c->cls].partial.push_front(c);
