@@ -579,6 +579,51 @@ TEST(ThreadCached, ForeignBlocksAreKeptWhereTheirClassIsAllocated) {
   EXPECT_EQ(handed_out, n) << "the adopting thread handed out what the exited one kept";
 }
 
+// What an exited thread kept counts as handed out since the last tick: the first tick of the
+// thread that adopts its heap leaves it there; a second one with none of it handed out would send
+// it home (KeptBlocksGoHomeWhileTheThreadAllocatesOtherClasses).
+TEST(ThreadCached, AnAdoptingThreadsFirstTickLeavesWhatTheExitedThreadKept) {
+  locked_spy spy;
+  any_size r{spy_ref(spy)};
+  constexpr std::size_t n = 32;
+  std::vector<void*> theirs(n); // this thread's, which runs on
+  for (void*& p : theirs) {
+    p = r.allocate(64);
+  }
+  void* left = nullptr;
+  std::thread([&] {
+    r.deallocate(r.allocate(64), 64); // a current chunk of the class: the thread keeps theirs
+    left = r.allocate(64);            // and exits with it live
+    for (void* p : theirs) {
+      r.deallocate(p, 64);
+    }
+  }).join();
+  const std::set<void*> kept(theirs.begin(), theirs.end());
+  std::size_t handed_out = 0;
+  std::thread([&] {
+    r.deallocate(left, 64); // this thread's first call: it adopts the heap that owns `left`
+    // Blocks of the largest class, a page: every one a refill (one block carved each), and 64
+    // refills make exactly one tick (engine::refills_per_tick).
+    std::vector<void*> pages(64);
+    for (void*& p : pages) {
+      p = r.allocate(4096);
+    }
+    // The current chunk's free list gives out at most a page's worth and `left`, then the kept.
+    std::vector<void*> got(4096 / 64 + 1 + n);
+    for (void*& p : got) {
+      p = r.allocate(64);
+      handed_out += kept.count(p);
+    }
+    for (void* p : got) {
+      r.deallocate(p, 64);
+    }
+    for (void* p : pages) {
+      r.deallocate(p, 4096);
+    }
+  }).join();
+  EXPECT_EQ(handed_out, n);
+}
+
 // A thread that kept other threads' blocks of a class and then allocates only other classes
 // sends the kept ones home every 64 times it runs out of a class (engine::refills_per_tick),
 // rather than at its exit: their owner, still running, finds them once its chunk is used up,

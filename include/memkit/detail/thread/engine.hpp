@@ -743,11 +743,15 @@ private:
   // and so do the foreign blocks it keeps: the thread that adopts it hands them out before it
   // carves, where sent home they waited for owners that may never allocate again (larson's
   // measuring thread, which allocated the first blocks and then only waits). reclaim_abandoned
-  // sends them home if memory runs short before a thread adopts the heap.
+  // sends them home if memory runs short before a thread adopts the heap. They count as handed
+  // out since the last tick: the adopting thread's first tick, which may come with its first free
+  // (process_heap's count starts there outside its fast mode), does not send them home before
+  // that thread had a tick's time to allocate them.
   void unbind(heap& h) noexcept {
     if (unbind_listener_ != nullptr) {
       unbind_listener_();
     }
+    std::fill(std::begin(h.foreign_taken), std::end(h.foreign_taken), true);
     h.outgoing.template flush<heap>();
     take_remote_frees(h, false);
     const std::lock_guard<std::mutex> lock(depot_.mutex());
