@@ -509,12 +509,14 @@ TEST(ThreadCached, ForeignBlocksAreKeptWhereTheirClassIsAllocated) {
   any_size r{spy_ref(spy)};
   constexpr std::size_t n = 32;
   std::vector<void*> theirs(n);
+  // This thread's heap first, with a current chunk of class 64: were the other thread's heap
+  // waiting already, this thread would adopt it, and its blocks would be this thread's own.
+  void* mine = r.allocate(64);
   std::thread([&] {
     for (void*& p : theirs) {
       p = r.allocate(64);
     }
   }).join();
-  void* mine = r.allocate(64); // this thread's heap now has a current chunk of class 64
   for (void* p : theirs) {
     r.deallocate(p, 64);
   }
