@@ -911,11 +911,13 @@ TEST(ReplacementEngine, SmallBlocksComeFromTheArenaAndHeadersTakeEveryColour) {
   } else {
     ASSERT_NE(arena, mr::no_arena) << "the arena could be reserved here";
   }
-  // One block in each of 64 fresh chunks (8 KiB blocks, 7 a chunk): consecutive chunks, every
-  // colour, each header found by masking and by the map alike.
+  // 8 KiB blocks, 7 a chunk, until the chunks' headers took every colour: chunks the depot holds
+  // come first, in whatever order earlier tests freed them (64 chunks' worth did not always do
+  // under --gtest_shuffle), then fresh consecutive ones, which take consecutive colours. Each
+  // header is found by masking and by the map alike.
   std::vector<void*> blocks;
   std::vector<bool> colour(memkit::detail::thread::colors);
-  for (int i = 0; i < 64 * 7; ++i) {
+  while (std::count(colour.begin(), colour.end(), false) != 0 && blocks.size() < 1024 * 7) {
     void* p = mr::allocate(8192, 16);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(memkit::detail::address(p) - arena < mr::os_upstream::arena_size, !no_arena_run());
