@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include "internal.hpp"
 #include "memkit/thread_cached.hpp"
@@ -33,7 +34,11 @@ void after_fork() noexcept {
   unlock_quarantine();
 }
 
-std::atomic<int> heap_state{0}; // 0: none, 1: being made, 2: made
+/// 0 before the first call, heap_made once the heap is published, and in between the id of the
+/// process whose thread makes it: a child forked meanwhile sees its parent's, and makes its own
+/// heap, as it has no thread that would finish the parent's.
+std::atomic<int> heap_state{0};
+constexpr int heap_made = -1;
 
 } // namespace
 
@@ -44,28 +49,34 @@ process_heap::process_heap() noexcept
               os_upstream{}, false) {} // it ticks every frees_per_tick frees (heap.hpp)
 
 process_heap* make_process_heap() noexcept {
-  int expected = 0;
-  if (heap_state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
-    // The first call of all. getenv allocates nothing.
-    chosen = parse_options(std::getenv("MEMKIT_OPTIONS"));
-    the_mode = chosen.mode;
-    remember_stderr();
-    auto* h = ::new (process_heap_storage) process_heap;
-    h->on_detach([]() noexcept { keep_heap(nullptr); });
-    char* const arena = h->upstream().reserve_arena();
-    the_process_heap.store(h, std::memory_order_release);
-    if (the_mode == mode_fast && arena != nullptr) {
-      fast_arena.store(detail::address(arena), std::memory_order_relaxed);
+  const int me = static_cast<int>(::getpid());
+  for (;;) {
+    int state = heap_state.load(std::memory_order_acquire);
+    if (state == heap_made) {
+      return the_process_heap.load(std::memory_order_acquire);
     }
-    heap_state.store(2, std::memory_order_release);
-    // Registering may allocate: the heap is published first, so that call is served normally.
-    ::pthread_atfork(&before_fork, &after_fork, &after_fork);
-    return h;
+    if (state != me && heap_state.compare_exchange_strong(state, me, std::memory_order_acquire)) {
+      break; // the first call of all, or this process's first since a fork that cut one short
+    }
+    std::this_thread::yield(); // another thread of this process makes it
   }
-  while (heap_state.load(std::memory_order_acquire) != 2) {
-    std::this_thread::yield();
+  // getenv allocates nothing.
+  chosen = parse_options(std::getenv("MEMKIT_OPTIONS"));
+  the_mode = chosen.mode;
+  remember_stderr();
+  auto* h = ::new (process_heap_storage) process_heap;
+  h->on_detach([]() noexcept { keep_heap(nullptr); });
+  char* const arena = h->upstream().reserve_arena();
+  the_process_heap.store(h, std::memory_order_release);
+  if (the_mode == mode_fast && arena != nullptr) {
+    fast_arena.store(detail::address(arena), std::memory_order_relaxed);
   }
-  return the_process_heap.load(std::memory_order_acquire);
+  heap_state.store(heap_made, std::memory_order_release);
+  // Registering may allocate: the heap is published first, so that call is served normally. A
+  // fork between the two runs no handler: a child forked then, while another thread of this
+  // process held one of the heap's locks, would wait on it (a window of this one call).
+  ::pthread_atfork(&before_fork, &after_fork, &after_fork);
+  return h;
 }
 
 } // namespace memkit::replacement

@@ -433,21 +433,6 @@ TEST(ReplacementEngine, AClassesFirstChunkHoldsOnlyThePagesItCarvesNotThoseOfIts
   if (debug_run()) {
     GTEST_SKIP() << "debug mode keeps freed blocks in quarantine";
   }
-  // A thread fills 40 chunks with blocks of 512 bytes, writing every page, frees them and exits:
-  // its chunks are the newest 40 in the depot.
-  std::set<const char*> filled;
-  std::thread([&] {
-    std::vector<void*> blocks;
-    for (int i = 0; i < 5000; ++i) {
-      blocks.push_back(mr::allocate(512, 16));
-      stamp(blocks.back(), 512, 7);
-      filled.insert(dt::base_of(dt::chunk_of(blocks.back())));
-    }
-    for (void* p : blocks) {
-      mr::free(p);
-    }
-  }).join();
-  ASSERT_GE(filled.size(), 40u);
   const auto resident_pages = [](const char* base) {
     unsigned char vec[dt::chunk_size / memkit::page_size] = {};
     EXPECT_EQ(::mincore(const_cast<char*>(base), dt::chunk_size, vec), 0);
@@ -457,25 +442,55 @@ TEST(ReplacementEngine, AClassesFirstChunkHoldsOnlyThePagesItCarvesNotThoseOfIts
     }
     return resident;
   };
+  // On one thread, so that the chunks it takes next are the ones it filled: its spares, then the
+  // depot's newest. (A second thread took chunks earlier tests had left in the depot or in the
+  // heap it adopted when the tests ran in another order, --gtest_shuffle.)
   std::thread([&] {
-    // A new thread's first block of a class none of them served takes one of them, and with it
-    // only the pages it carves: the header's and its block's first.
-    std::vector<void*> blocks{mr::allocate(7000, 16)};
+    // 40 chunks and more of 512-byte blocks, every page written, then freed: filling them took
+    // the heap's spares first, so its spares and the depot's newest are those chunks now.
+    std::set<const char*> filled;
+    std::vector<void*> blocks;
+    for (int i = 0; i < 5000; ++i) {
+      blocks.push_back(mr::allocate(512, 16));
+      stamp(blocks.back(), 512, 7);
+      filled.insert(dt::base_of(dt::chunk_of(blocks.back())));
+    }
+    for (void* p : blocks) {
+      mr::free(p);
+    }
+    ASSERT_GE(filled.size(), 40u);
+    // A class this thread's heap (an exited thread's, adopted, may be) holds no chunk or kept
+    // block of, of over a page.
+    const mr::thread_heap* const mine = mr::the_process_heap.load()->current_heap();
+    ASSERT_NE(mine, nullptr);
+    std::size_t size = 7000;
+    const auto served = [&](std::size_t n) {
+      const std::size_t cls = memkit::detail::class_index(n);
+      const auto& b = mine->bins[cls];
+      return b.current != &dt::empty_chunk || !b.partial.empty() || mine->foreign_count[cls] != 0;
+    };
+    while (size > memkit::page_size && served(size)) {
+      size -= 128;
+    }
+    ASSERT_GT(size, memkit::page_size) << "the heap serves every class above a page";
+    // Its first block takes one of the filled chunks, and with it only the pages it carves: the
+    // header's and its block's first.
+    blocks = {mr::allocate(size, 16)};
     const char* const first = dt::base_of(dt::chunk_of(blocks[0]));
-    EXPECT_EQ(filled.count(first), 1u) << "a chunk the first thread filled";
+    EXPECT_EQ(filled.count(first), 1u) << "a chunk this thread filled";
     EXPECT_LE(resident_pages(first), 2u);
     // The class fills that chunk; the next one it takes keeps its pages, which it will carve.
     while (dt::base_of(dt::chunk_of(blocks.back())) == first) {
-      blocks.push_back(mr::allocate(7000, 16));
+      blocks.push_back(mr::allocate(size, 16));
     }
     const char* const second = dt::base_of(dt::chunk_of(blocks.back()));
     EXPECT_EQ(filled.count(second), 1u);
     EXPECT_EQ(resident_pages(second), dt::chunk_size / memkit::page_size);
     for (void* p : blocks) {
-      stamp(p, 7000, 9);
+      stamp(p, size, 9);
     }
     for (void* p : blocks) {
-      EXPECT_TRUE(stamped(p, 7000, 9));
+      EXPECT_TRUE(stamped(p, size, 9));
       mr::free(p);
     }
   }).join();
@@ -905,6 +920,7 @@ TEST(ReplacementEngine, SmallBlocksComeFromTheArenaAndHeadersTakeEveryColour) {
   if (debug_run()) {
     GTEST_SKIP() << "debug mode takes no fast path";
   }
+  ASSERT_NE(mr::make_process_heap(), nullptr); // which reserves the arena, if this test runs first
   const std::uintptr_t arena = mr::fast_arena.load();
   if (no_arena_run()) {
     EXPECT_EQ(arena, mr::no_arena) << "16 GiB of address space cannot hold the arena";
@@ -940,7 +956,7 @@ TEST(ReplacementEngine, BlocksResizeInPlaceWithinTheirClassOrRegion) {
   if (debug_run()) {
     GTEST_SKIP() << "debug blocks always move (realloc): the engine's block sits behind a guard";
   }
-  mr::process_heap* h = mr::the_process_heap.load();
+  mr::process_heap* h = mr::make_process_heap(); // made here if this test runs first
   ASSERT_NE(h, nullptr);
   void* small = mr::allocate(100, 16);
   void* second = mr::allocate(100, 16); // not its chunk's first block
@@ -976,7 +992,7 @@ TEST(ReplacementEngine, ALargeBlockAloneInAChunkGrowsInPlaceToTheChunksEndAndMov
     GTEST_SKIP() << "debug blocks always move (realloc): the engine's block sits behind a guard";
   }
   namespace thread = memkit::detail::thread;
-  mr::process_heap* h = mr::the_process_heap.load();
+  mr::process_heap* h = mr::make_process_heap(); // made here if this test runs first
   ASSERT_NE(h, nullptr);
   auto* p = static_cast<unsigned char*>(mr::allocate(thread::max_class_size + 1, 16));
   ASSERT_NE(p, nullptr);
