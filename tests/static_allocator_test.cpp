@@ -182,6 +182,7 @@ TEST(StaticAllocator, ServesContainersConstructedDuringStaticInitialisation) {
   EXPECT_EQ(early_list.size(), 3u);
   early_list.push_back(4);
   EXPECT_EQ(early_list.back(), 4);
+  early_list.pop_back(); // as it was, for a repeated run (--gtest_repeat)
 }
 
 } // namespace
