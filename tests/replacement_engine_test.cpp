@@ -161,17 +161,14 @@ TEST(ReplacementEngine, BlocksFreedOnOtherThreadsKeepTheirContents) {
 
 namespace dt = memkit::detail::thread;
 
-/// \returns how many blocks are on the free list of `c`, the calling thread's current chunk of its
-/// class: from the chunk's invariant, where `used` counts one more for the current chunk's pin.
-std::size_t free_listed(const dt::chunk* c) {
-  return c->capacity + 1 - c->used - c->fresh.remaining() / c->block_size;
-}
-
-/// Allocates `listed` blocks of `size` bytes, which must come from `c`'s free list, then as many as
-/// `kept` holds, which must be exactly those (a heap hands out the foreign blocks it keeps before
-/// it carves more of its current chunk), and frees them all.
-void expect_kept_after_the_free_list(const dt::chunk* c, std::size_t listed, std::size_t size,
+/// Allocates as many blocks of `size` bytes as are on the free list of `c`, the calling thread's
+/// current chunk of their class (counted from the chunk's invariant, where `used` counts one more
+/// for the current chunk's pin), which must come from it, then as many as `kept` holds, which must
+/// be exactly those (a heap hands out the foreign blocks it keeps before it carves more of its
+/// current chunk), and frees them all.
+void expect_kept_after_the_free_list(const dt::chunk* c, std::size_t size,
                                      const std::set<void*>& kept) {
+  const std::size_t listed = c->capacity + 1 - c->used - c->fresh.remaining() / c->block_size;
   std::vector<void*> got(listed + kept.size());
   for (void*& p : got) {
     p = mr::allocate(size, 16);
@@ -213,8 +210,7 @@ TEST(ReplacementEngine, BlocksOfOtherThreadsFreedHereAreHandedOutAgain) {
       for (void* p : theirs) {
         mr::free(p);
       }
-      expect_kept_after_the_free_list(current, free_listed(current), size,
-                                      std::set<void*>(theirs.begin(), theirs.end()));
+      expect_kept_after_the_free_list(current, size, std::set<void*>(theirs.begin(), theirs.end()));
     }
   }).join();
 }
@@ -322,7 +318,7 @@ TEST(ReplacementEngine, WhatAnExitedThreadKeptGoesToItsHeapsNextThreadOrHomeOnTr
       const dt::chunk* const current = dt::chunk_of(left);
       mr::free(left); // this thread's first call: it adopts the heap that owns `left`
       // Freed again at the end: kept again, and left with the heap at the exit.
-      expect_kept_after_the_free_list(current, free_listed(current), size, kept);
+      expect_kept_after_the_free_list(current, size, kept);
     }).join();
     mr::trim();
     owner.come_back();
