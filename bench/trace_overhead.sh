@@ -9,7 +9,10 @@
 #     memkit-bench workloads (the std variant, under the preloaded library, each run its own
 #     process), all on libmemkit-preload.so; and the same for heaptrack (recorded / glibc) where it
 #     is installed.
-# Usage: bench/trace_overhead.sh BUILD_DIR [MEMKIT_BENCH [WORKLOAD ...]]
+#   The bar's figure: the median ratio over python3, sqlite3 and the workloads (the loop, a
+#   microbenchmark, left out), for this recorder and for heaptrack, printed last.
+# Usage: bench/trace_overhead.sh BUILD_DIR [MEMKIT_BENCH [WORKLOAD ... | all]]
+#   all: every workload memkit-bench runs with a std row (memkit-bench --list).
 #   BUILD_DIR: a Release build with memkit-preload, memkit_pair_loop and memkit_trace_stats built.
 #   RUNS (environment, default 11): runs per median.
 #   BEFORE (environment): another such build, an older recorder: then each program is recorded by
@@ -21,6 +24,10 @@ bench_app=${2:-}
 shift $(($# < 2 ? $# : 2))
 workloads=("$@")
 [ ${#workloads[@]} -gt 0 ] || workloads=(mt-local-1t larson-2t json-tree)
+if [ "${workloads[*]}" = all ]; then
+  mapfile -t workloads < <("$bench_app" --list 2>/dev/null | awk '/^  [^ ]+:/ { w = $1; sub(":", "", w) }
+    /^      / && $1 ~ /(^|,)std(,|$)/ { print w }')
+fi
 runs=${RUNS:-11}
 here=$(cd "$(dirname "$0")" && pwd)
 lib=$build/src/libmemkit-preload.so
@@ -119,6 +126,7 @@ compare() { # name command...
   plain=$(median_of <"$out/plain")
   tb=$(median_of <"$out/before")
   ta=$(median_of <"$out/after")
+  echo "$name $(echo "$ta / $plain" | bc -l)" >>"$out/ratios"
   printf '%-24s %10d %8.2f %8.2f %10s %10s %10s %7.2f %7.2f\n' "$name" "$ev_a" \
     "$(echo "$by_b / $ev_b" | bc -l)" "$(echo "$by_a / $ev_a" | bc -l)" "$plain" "$tb" "$ta" \
     "$(echo "$tb / $plain" | bc -l)" "$(echo "$ta / $plain" | bc -l)"
@@ -146,6 +154,7 @@ heaptrack_bin=$(command -v heaptrack || true)
   plain=$(median_ms env LD_PRELOAD="$lib" "$@")
   traced=$(median_ms env MEMKIT_OPTIONS="trace:$path" LD_PRELOAD="$lib" "$@")
   rm -f "$path" "$path".*
+  echo "$name $(echo "$traced / $plain" | bc -l)" >>"$out/ratios"
   printf '%-22s %10d %8.2f %10s %10s %7.2f' "$name" "$events" "$(echo "$bytes / $events" | bc -l)" \
     "$plain" "$traced" "$(echo "$traced / $plain" | bc -l)"
   if [ -n "$heaptrack_bin" ]; then
@@ -157,6 +166,7 @@ heaptrack_bin=$(command -v heaptrack || true)
     env "$heaptrack_bin" -o "$ht_out" "$@" </dev/null >/dev/null 2>&1 || true
     ht_bytes=$(cat "$ht_out"* 2>/dev/null | wc -c)
     rm -f "$ht_out"*
+    echo "$name $(echo "$ht / $glibc" | bc -l)" >>"$out/ht_ratios"
     printf ' %9s %12s %7.2f %8.2f' "$glibc" "$ht" "$(echo "$ht / $glibc" | bc -l)" \
       "$(echo "$ht_bytes / $events" | bc -l)"
   fi
@@ -172,4 +182,12 @@ if [ -n "$bench_app" ]; then
     measure "memkit-bench:$w" "$bench_app" --workloads "$w" --variants std --processes 1
   done
 fi
+# The median of the ratios in file $1 (lines "name ratio"), the loop's left out: "median over N".
+bar_median() {
+  grep -v '^malloc_loop ' "$1" | awk '{ print $2 }' | sort -g |
+    awk '{ v[NR] = $1 } END { printf "%.2f over %d programs", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, NR }'
+}
+echo
+echo "median ratio, python3, sqlite3 and the workloads: $(bar_median "$out/ratios")"
+[ ! -s "$out/ht_ratios" ] || echo "heaptrack's, the same programs: $(bar_median "$out/ht_ratios")"
 echo '```'
