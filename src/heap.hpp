@@ -164,7 +164,7 @@ public:
   /// \returns the bytes given back.
   std::size_t trim() noexcept { return engine_.trim(); }
 
-  /// \effects gives back what has waited for the delay (os_upstream::delay_ms).
+  /// \effects gives back what has waited for the delay (os_upstream::delay_ms()).
   void tick() noexcept { engine_.tick(); }
 
   /// \returns the thread heaps made so far (the stats line's `heaps`).
@@ -235,6 +235,9 @@ struct runtime_options {
   /// trace:PATH: the trace file; stack:N: return addresses recorded per call site.
   char trace_path[1024] = {};
   unsigned stack_depth = 1;
+  /// decay:MS: how long freed memory stays before it goes back to the OS
+  /// (os_upstream::set_delay_ms).
+  std::uint64_t decay_ms = os_upstream::default_delay_ms;
 };
 
 /// \returns the options MEMKIT_OPTIONS `text` asks for ("stats:1,debug:1,quarantine:16m"; null:

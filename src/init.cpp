@@ -65,6 +65,7 @@ process_heap* make_process_heap() noexcept {
   the_mode = chosen.mode;
   remember_stderr();
   auto* h = ::new (process_heap_storage) process_heap;
+  h->upstream().set_delay_ms(chosen.decay_ms);
   h->on_detach([]() noexcept { keep_heap(nullptr); });
   char* const arena = h->upstream().reserve_arena();
   the_process_heap.store(h, std::memory_order_release);

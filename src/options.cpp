@@ -117,6 +117,20 @@ const char* parse_stack(const char* value, std::size_t length, runtime_options& 
   return nullptr;
 }
 
+// decay: takes at most an hour: a larger value is more likely a unit mistaken (microseconds) than
+// a wish.
+constexpr std::size_t max_decay_ms = 3'600'000;
+
+const char* parse_decay(const char* value, std::size_t length, runtime_options& o) noexcept {
+  std::size_t ms = 0;
+  const bool unitless = length != 0 && value[length - 1] >= '0' && value[length - 1] <= '9';
+  if (!unitless || !parse_size(value, length, ms) || ms > max_decay_ms) {
+    return "bad value (milliseconds, 0 to 3600000) in";
+  }
+  o.decay_ms = ms;
+  return nullptr;
+}
+
 } // namespace
 
 const option options[] = {
@@ -140,6 +154,11 @@ const option options[] = {
      "return addresses recorded per call site in a trace (1: the caller of the entry point; more "
      "unwind the stack, at a cost per call)",
      parse_stack},
+    {"decay", "0..3600000", "100",
+     "milliseconds a wholly free chunk or free region stays unused before its pages go back to "
+     "the OS (0: as it is freed, which costs page faults when memory is reused; "
+     "docs/REPLACEMENT.md)",
+     parse_decay},
 };
 const std::size_t option_count = sizeof options / sizeof options[0];
 

@@ -41,7 +41,8 @@ std::size_t os_upstream::region_size(std::size_t bytes) noexcept {
   return detail::round_up(n, step);
 }
 
-os_upstream::os_upstream([[maybe_unused]] os_upstream&& other) noexcept {
+os_upstream::os_upstream([[maybe_unused]] os_upstream&& other) noexcept
+    : delay_ms_(other.delay_ms_) {
   MEMKIT_ASSERT_INTERNAL(other.arena_ == nullptr && !other.heap_tried_ &&
                          other.reserved_ == nullptr && other.mapped_ == 0);
 }
@@ -159,11 +160,11 @@ std::size_t os_upstream::purge(bool everything) noexcept {
     if (!s.committed) {
       continue;
     }
-    if (everything || now - s.freed_at >= delay_ms) {
+    if (everything || now - s.freed_at >= delay_ms_) {
       given += s.bytes;
       decommit_span(s);
-    } else if (s.freed_at + delay_ms < purge_at_) {
-      purge_at_ = s.freed_at + delay_ms;
+    } else if (s.freed_at + delay_ms_ < purge_at_) {
+      purge_at_ = s.freed_at + delay_ms_;
     }
   }
   shrink_heap();
@@ -324,8 +325,8 @@ void os_upstream::free_region(char* p, std::size_t bytes) noexcept {
     decommit(joined.base, joined.bytes);
     mapped_ -= committed;
     spans_committed_ -= committed;
-  } else if (joined.freed_at + delay_ms < purge_at_) {
-    purge_at_ = joined.freed_at + delay_ms;
+  } else if (joined.freed_at + delay_ms_ < purge_at_) {
+    purge_at_ = joined.freed_at + delay_ms_;
   }
   MEMKIT_ASSERT_INTERNAL(span_count_ <= heap_regions_ + 1);
   MEMKIT_ASSERT_INTERNAL((i == 0 || spans_[i - 1].base + spans_[i - 1].bytes < joined.base) &&

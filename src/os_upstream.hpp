@@ -31,11 +31,11 @@ namespace memkit::replacement {
 ///   bytes the regions ever held at once (the kept memory never takes much more than the program
 ///   itself once did; the quarter is room for the holes between regions, without which a program
 ///   whose live set repeats would fault in its growth each time), the top of the heap or else the
-///   oldest decommitted first, and each at most `delay_ms` after its last use (checked whenever
+///   oldest decommitted first, and each at most `delay_ms()` after its last use (checked whenever
 ///   the upstream is called, and by `purge`). A request with an alignment above a chunk,
 ///   or one the heap cannot hold (no reservation, `max_spans` regions live in it, or full), maps a
 ///   region of its own and unmaps it when freed;
-/// - the engine's depot decommits chunks left unused for `delay_ms` (detail/thread/decay.hpp).
+/// - the engine's depot decommits chunks left unused for `delay_ms()` (detail/thread/decay.hpp).
 ///
 /// Not thread-safe: the engine calls its upstream only under its own lock.
 class os_upstream : public detail::unbounded_resource<os_upstream> {
@@ -51,8 +51,9 @@ public:
   static constexpr std::size_t max_spans = 1024;
   static constexpr std::size_t kept_bytes_floor = std::size_t{64} << 20;
 
-  /// How long memory freed to the replacement may stay with it before it goes back to the OS.
-  static constexpr std::uint64_t delay_ms = 100;
+  /// How long memory freed to the replacement stays with it, unless `set_delay_ms` says otherwise
+  /// (`MEMKIT_OPTIONS=decay:MS`), before it goes back to the OS.
+  static constexpr std::uint64_t default_delay_ms = 100;
 
   static constexpr bool thread_safe = false;
   /// A block below a chunk's alignment (the engine's own structures: heaps, chunk map nodes) is
@@ -92,7 +93,13 @@ public:
   /// or when the OS refuses the pages.
   bool grow_region(void* p, std::size_t bytes, std::size_t new_bytes) noexcept;
 
-  /// \effects decommits every free span of the region heap unused for `delay_ms` (all of them if
+  /// \returns how long, in milliseconds, memory freed here stays before it goes back: free spans
+  /// of the region heap, and the engine's wholly free chunks (0: at the next look).
+  std::uint64_t delay_ms() const noexcept { return delay_ms_; }
+  /// \effects sets delay_ms(); the process heap's comes from `decay:MS` as it is made.
+  void set_delay_ms(std::uint64_t ms) noexcept { delay_ms_ = ms; }
+
+  /// \effects decommits every free span of the region heap unused for `delay_ms()` (all of them if
   /// `everything`). \returns the bytes given back.
   std::size_t purge(bool everything) noexcept;
 
@@ -163,6 +170,7 @@ private:
   std::size_t heap_regions_ = 0;                            ///< regions live in the region heap
   std::size_t regions_in_use_ = 0; ///< bytes of the regions handed out and not given back
   std::size_t regions_peak_ = 0;   ///< the most of them at once
+  std::uint64_t delay_ms_ = default_delay_ms; ///< delay_ms()
   std::size_t mapped_ = 0;
   std::size_t peak_mapped_ = 0;
 };

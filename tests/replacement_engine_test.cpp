@@ -1112,6 +1112,24 @@ TEST(ReplacementEngine, TraceOptionsTakeAPathAndAStackDepth) {
   }
 }
 
+TEST(ReplacementEngine, DecayTakesMillisecondsUpToAnHour) {
+  EXPECT_EQ(mr::parse_options(nullptr).decay_ms, mr::os_upstream::default_delay_ms);
+  EXPECT_EQ(mr::parse_options("decay:0").decay_ms, 0u);
+  EXPECT_EQ(mr::parse_options("decay:250").decay_ms, 250u);
+  EXPECT_EQ(mr::parse_options("decay:3600000").decay_ms, 3'600'000u);
+  testing::internal::CaptureStderr();
+  const mr::runtime_options bad =
+      mr::parse_options("decay:3600001,decay:1k,decay:-1,decay:,decay:99999999999999999999");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(bad.decay_ms, mr::os_upstream::default_delay_ms) << "every one refused";
+  for (const char* item : {"\"decay:3600001\"", "\"decay:1k\"", "\"decay:-1\"", "\"decay:\"",
+                           "\"decay:99999999999999999999\""}) {
+    EXPECT_NE(err.find(std::string("bad value (milliseconds, 0 to 3600000) in ") + item),
+              std::string::npos)
+        << err;
+  }
+}
+
 TEST(ReplacementEngine, DocsListEveryOptionAsTheTableSays) {
   char table[4096];
   const std::size_t n = mr::write_options_table(table, sizeof table);
@@ -1133,7 +1151,8 @@ TEST(ReplacementEngine, DocsListEveryOptionAsTheTableSays) {
   mr::parse_options("bogus:1");
   EXPECT_NE(
       testing::internal::GetCapturedStderr().find(
-          "(known: stats:0|1|PATH, debug:0|1, quarantine:BYTES[k|m|g], trace:0|PATH, stack:1..64)"),
+          "(known: stats:0|1|PATH, debug:0|1, quarantine:BYTES[k|m|g], trace:0|PATH, stack:1..64, "
+          "decay:0..3600000)"),
       std::string::npos);
 }
 

@@ -91,7 +91,6 @@ void free_the_reserve() {
   std::set_new_handler(nullptr);
 }
 
-/// \returns the process's address-space size from /proc/self/statm (pages), in bytes.
 /// \returns the bytes of the process's writable private memory (VmData), which RLIMIT_DATA bounds.
 std::size_t data_bytes() {
   std::FILE* f = std::fopen("/proc/self/status", "r");

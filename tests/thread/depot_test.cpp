@@ -281,10 +281,13 @@ TEST(Depot, ALargeBlockThatFitsAChunkTakesAFreeChunkAndGivesItBackToTheDepot) {
 
 // An upstream that decommits, as the global replacement's does, recording what it was asked.
 struct decommitting {
-  static constexpr std::uint64_t delay_ms = 100;
+  static constexpr std::uint64_t default_delay = 100;
   resource_ref<spy_resource> spy;
   std::vector<std::pair<void*, std::size_t>>* decommitted;
   std::size_t* purges;
+  std::uint64_t delay = default_delay;
+
+  std::uint64_t delay_ms() const noexcept { return delay; }
 
   void* try_allocate(std::size_t bytes, std::size_t alignment) noexcept {
     return spy.try_allocate(bytes, alignment);
@@ -314,17 +317,40 @@ TEST(Decay, AChunkInTheDepotIsDecommittedOnceItsDelayHasPassedAndNotBefore) {
   d.push(c);
   const std::uint64_t entered = c->freed_at;
   ASSERT_NE(entered, 0u);
-  EXPECT_EQ(d.purge(entered + decommitting::delay_ms - 1, false), 0u);
+  EXPECT_EQ(d.purge(entered + decommitting::default_delay - 1, false), 0u);
   EXPECT_TRUE(decommitted.empty());
-  const std::size_t given = d.purge(entered + decommitting::delay_ms, false);
+  const std::size_t given = d.purge(entered + decommitting::default_delay, false);
   EXPECT_EQ(given, thread::chunk_size - page_size);
   ASSERT_EQ(decommitted.size(), 1u);
   // All but the header's page, which links the chunk into the depot.
   EXPECT_EQ(decommitted[0].first, thread::base_of(c) + page_size);
   EXPECT_EQ(decommitted[0].second, thread::chunk_size - page_size);
   EXPECT_EQ(c->freed_at, 0u);
-  EXPECT_EQ(d.purge(entered + 10 * decommitting::delay_ms, false), 0u); // once only
+  EXPECT_EQ(d.purge(entered + 10 * decommitting::default_delay, false), 0u); // once only
   EXPECT_GE(purges, 3u); // the upstream is asked every time
+  d.release();
+  expect_all_returned(spy);
+}
+
+TEST(Decay, WithADelayOfZeroAChunkGivesItsPagesBackAsItEntersTheDepot) {
+  spy_resource spy;
+  std::vector<std::pair<void*, std::size_t>> decommitted;
+  std::size_t purges = 0;
+  thread::depot<decommitting, heap> d(
+      decommitting{resource_ref<spy_resource>{spy}, &decommitted, &purges, 0});
+  thread::chunk* c = d.obtain();
+  d.push(c);
+  ASSERT_EQ(decommitted.size(), 1u) << "at once, with no purge due yet";
+  EXPECT_EQ(decommitted[0].first, thread::base_of(c) + page_size);
+  EXPECT_EQ(decommitted[0].second, thread::chunk_size - page_size);
+  EXPECT_EQ(c->freed_at, 0u);
+  const std::size_t purges_before = purges;
+  EXPECT_EQ(d.purge(memkit::detail::os::now_ms(), false), 0u) << "nothing waits";
+  EXPECT_EQ(decommitted.size(), 1u);
+  EXPECT_GT(purges, purges_before) << "the upstream is still asked, for what it keeps";
+  EXPECT_EQ(d.pop(0), c);
+  d.push(c);
+  EXPECT_EQ(decommitted.size(), 2u) << "again at each entry";
   d.release();
   expect_all_returned(spy);
 }

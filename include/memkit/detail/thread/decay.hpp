@@ -19,12 +19,13 @@ namespace detail {
 namespace thread {
 
 /// Whether `U` can give a range's pages back to the OS and keep it mapped (`decommit(p, bytes)`),
-/// and says after how long unused (`delay_ms`): the global replacement's os_upstream.
+/// and says after how many milliseconds unused (`delay_ms()`): the global replacement's
+/// os_upstream.
 template <class U, class = void>
 struct decommits : std::false_type {};
 template <class U>
 struct decommits<U, std::void_t<decltype(std::declval<U&>().decommit(nullptr, std::size_t{})),
-                                decltype(U::delay_ms)>> : std::true_type {};
+                                decltype(std::declval<const U&>().delay_ms())>> : std::true_type {};
 
 /// Whether a range `U` decommitted must be made usable again before it is touched
 /// (`recommit(p, bytes)`, false if the OS refused): the global replacement's os_upstream, whose
@@ -36,8 +37,8 @@ struct recommits<U, std::void_t<decltype(std::declval<U&>().recommit(nullptr, st
     : std::true_type {};
 
 /// The whole policy of giving memory back, over an upstream that decommits (nothing otherwise):
-/// - a wholly free chunk in the depot for `Upstream::delay_ms` gives its pages back, all but its
-///   header's (which links it into the depot);
+/// - a wholly free chunk in the depot for the upstream's `delay_ms()` gives its pages back, all
+///   but its header's (which links it into the depot); with a delay of 0, as it enters;
 /// - the upstream then gives back what it keeps for reuse (its own regions, by the same delay);
 /// - the depot is looked at whenever a chunk enters or leaves it and whenever a large block is
 ///   allocated or freed (`tick`), at most twice per delay; a thread that runs on its cache alone
@@ -49,10 +50,16 @@ class decay {
 public:
   static constexpr bool enabled = decommits<Upstream>::value;
 
-  /// \effects stamps `c`, a chunk entering the depot now.
-  void on_enter(chunk* c) noexcept {
+  /// \effects stamps `c`, a chunk entering the depot now, or gives its pages back at once if the
+  /// delay is 0 (so that `purge` never walks the depot for them).
+  void on_enter(chunk* c, Upstream& upstream) noexcept {
     if constexpr (enabled) {
-      c->freed_at = os::now_ms();
+      if (upstream.delay_ms() == 0) {
+        upstream.decommit(base_of(c) + page_size, chunk_size - page_size);
+        c->freed_at = 0;
+      } else {
+        c->freed_at = os::now_ms();
+      }
     }
   }
 
@@ -102,15 +109,18 @@ public:
   std::size_t purge(chunk* free, Upstream& upstream, std::uint64_t now, bool everything) noexcept {
     std::size_t given = 0;
     if constexpr (enabled) {
-      for (chunk* c = free; c != nullptr; c = c->next) {
-        if (c->freed_at != 0 && (everything || now - c->freed_at >= Upstream::delay_ms)) {
+      const std::uint64_t delay = upstream.delay_ms();
+      // With a delay of 0, every chunk gave its pages back as it entered (on_enter).
+      chunk* const first = delay == 0 && !everything ? nullptr : free;
+      for (chunk* c = first; c != nullptr; c = c->next) {
+        if (c->freed_at != 0 && (everything || now - c->freed_at >= delay)) {
           upstream.decommit(base_of(c) + page_size, chunk_size - page_size);
           c->freed_at = 0;
           given += chunk_size - page_size;
         }
       }
       given += upstream.purge(everything);
-      next_purge_ = now + Upstream::delay_ms / 2;
+      next_purge_ = now + delay / 2;
     }
     return given;
   }

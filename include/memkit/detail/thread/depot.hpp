@@ -52,7 +52,7 @@ public:
     c->owner = nullptr;
     c->next = free_;
     free_ = c;
-    decay_.on_enter(c);
+    decay_.on_enter(c, upstream_);
     tick(c->freed_at);
   }
 
