@@ -466,22 +466,6 @@ MEMKIT_CONTRACT_CASE(MallocTrimGivesFreedSmallBlocksBackAtOnce, c_api) {
   MEMKIT_CHECK(after <= before + 32 * mib);
 }
 
-/// \returns the process's VmData (what RLIMIT_DATA limits) from /proc/self/status, in bytes.
-std::size_t data_bytes() {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  std::size_t kib = 0;
-  char line[256];
-  while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::strncmp(line, "VmData:", 7) == 0) {
-      kib = std::strtoull(line + 7, nullptr, 10);
-    }
-  }
-  if (f != nullptr) {
-    std::fclose(f);
-  }
-  return kib * 1024;
-}
-
 /// Under RLIMIT_DATA 384 MiB above the start: 256 MiB of 256-byte blocks touched and freed, then
 /// 256 MiB of 1 MiB blocks must all be had; after they are freed and malloc_trim(0), the data
 /// size must be back within 64 MiB of the start (memkit keeps each chunk's header page: 16 MiB

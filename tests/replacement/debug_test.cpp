@@ -91,22 +91,6 @@ void free_the_reserve() {
   std::set_new_handler(nullptr);
 }
 
-/// \returns the bytes of the process's writable private memory (VmData), which RLIMIT_DATA bounds.
-std::size_t data_bytes() {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  unsigned long kib = 0;
-  if (f != nullptr) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f) != nullptr) {
-      if (std::sscanf(line, "VmData: %lu kB", &kib) == 1) {
-        break;
-      }
-    }
-    std::fclose(f);
-  }
-  return kib * 1024;
-}
-
 /// With a 160 MiB reserve and a data limit (RLIMIT_DATA) 96 MiB above what the process then
 /// holds, a 192 MiB request fits only once the new_handler has freed the reserve. Exits 0 if it
 /// succeeds, 4 on bad_alloc, 5 if it succeeded without the reserve freed (the limit did not bind).

@@ -193,6 +193,28 @@ long long stats_field(const char* name) {
   return at == nullptr ? -1 : std::atoll(at + key.size());
 }
 
+long status_kib(const char* name) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) {
+    return -1;
+  }
+  const std::size_t length = std::strlen(name);
+  long kib = -1;
+  char line[256];
+  while (kib < 0 && std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, name, length) == 0 && line[length] == ':') {
+      kib = std::strtol(line + length + 1, nullptr, 10);
+    }
+  }
+  std::fclose(f);
+  return kib;
+}
+
+std::size_t data_bytes() {
+  const long kib = status_kib("VmData");
+  return kib < 0 ? 0 : static_cast<std::size_t>(kib) * 1024;
+}
+
 std::size_t opaque(std::size_t n) {
   volatile std::size_t v = n;
   return v;

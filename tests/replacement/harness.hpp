@@ -41,6 +41,11 @@ inline constexpr std::size_t impossible[] = {
 /// \returns the field `name` of the stats line (stats_json), or -1 if the line has none.
 long long stats_field(const char* name);
 
+/// \returns the field `name` of /proc/self/status ("VmData", "RssAnon"), in KiB; -1 if absent.
+long status_kib(const char* name);
+/// \returns the process's writable private memory (VmData, what RLIMIT_DATA bounds), in bytes.
+std::size_t data_bytes();
+
 /// \returns `n` through a volatile, so the compiler cannot fold a call with a known huge size.
 std::size_t opaque(std::size_t n);
 

@@ -119,20 +119,6 @@ int stderr_reopened_as_data() {
   return write(2, data, sizeof data - 1) == sizeof data - 1 ? 0 : 4;
 }
 
-/// \returns the process's anonymous resident memory (RssAnon) in KiB, or -1.
-long anonymous_kib() {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  long kib = -1;
-  if (f != nullptr) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f) != nullptr &&
-           std::sscanf(line, "RssAnon: %ld kB", &kib) != 1) {
-    }
-    std::fclose(f);
-  }
-  return kib;
-}
-
 /// Allocates 64 MiB of 1000-byte blocks, writes every byte, frees them all, and prints the
 /// anonymous resident memory in KiB before the allocations, with them, and right after the frees.
 int free_then_measure() {
@@ -140,7 +126,7 @@ int free_then_measure() {
   constexpr std::size_t size = 1000;
   static void* blocks[count]; // not on the heap, and resident before the first measure
   std::memset(blocks, 0, sizeof blocks);
-  const long before = anonymous_kib();
+  const long before = status_kib("RssAnon");
   for (void*& p : blocks) {
     p = escape(std::malloc(size));
     if (p == nullptr) {
@@ -148,11 +134,11 @@ int free_then_measure() {
     }
     std::memset(p, 1, size);
   }
-  const long with_blocks = anonymous_kib();
+  const long with_blocks = status_kib("RssAnon");
   for (void* p : blocks) {
     std::free(p);
   }
-  const long after = anonymous_kib();
+  const long after = status_kib("RssAnon");
   std::printf("%ld %ld %ld\n", before, with_blocks, after);
   return 0;
 }
