@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // src/malloc.cpp: the C allocation functions of libmemkit-preload.so, with glibc's contracts
 // (docs/REPLACEMENT.md, "Contracts").
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -73,10 +74,46 @@ std::size_t glibc_usable_size(void* p) noexcept {
   return next != nullptr ? next(p) : 0;
 }
 
-/// From this size on, calloc gives a block's whole pages back rather than writing them: a block
-/// this large lies in a region of its own, whose pages then read as zeros when touched, as fresh
-/// memory does, whether the region was just mapped or kept with old contents (os_upstream.hpp).
+/// From this size on, calloc writes only the pages of a block that are in memory, and gives the
+/// others back instead (they then read as zeros when touched, whether they were never touched or
+/// are in swap): a block this large lies in a region of its own, just mapped or kept with old
+/// contents (os_upstream.hpp). A kept region's pages are resident, and writing them costs less
+/// than the page faults a program that uses its block would take on pages given back (`git log
+/// -p` callocs blocks of 1 and 2 MiB again and again: docs/REPLACEMENT.md); pages never touched
+/// stay untouched for a program that uses a part of a large zeroed block.
 constexpr std::size_t zero_by_pages_from = std::size_t{1} << 20;
+
+/// Zeroes the whole pages of `[pages, pages + bytes)` as zero() says, a window of pages at a time.
+void zero_pages(char* pages, std::size_t bytes) noexcept {
+  constexpr std::size_t window = 1024; // pages a residency query covers
+  unsigned char resident[window];
+  const std::size_t page = detail::os::page_size(); // mincore's unit
+  for (std::size_t done = 0; done < bytes;) {
+    char* const at = pages + done;
+    const std::size_t n = std::min(window, (bytes - done) / page);
+    if (n == 0) { // less than one of the OS's pages, where they are larger than page_size
+      std::memset(at, 0, bytes - done);
+      return;
+    }
+    if (!detail::os::residency(at, n, resident)) {
+      std::memset(at, 0, n * page);
+    } else {
+      for (std::size_t i = 0; i < n;) {
+        std::size_t j = i + 1;
+        while (j < n && (resident[j] & 1) == (resident[i] & 1)) {
+          ++j;
+        }
+        char* const run = at + i * page;
+        const std::size_t run_bytes = (j - i) * page;
+        if ((resident[i] & 1) != 0 || !detail::os::decommit(run, run_bytes)) {
+          std::memset(run, 0, run_bytes);
+        }
+        i = j;
+      }
+    }
+    done += n * page;
+  }
+}
 
 void zero(void* p, std::size_t bytes) noexcept {
   if (bytes < zero_by_pages_from || (the_mode & mode_debug) != 0) { // its guards share pages
@@ -88,9 +125,7 @@ void zero(void* p, std::size_t bytes) noexcept {
   char* const pages = first + detail::padding_for(first, page_size);
   char* const pages_end = last - detail::address(last) % page_size;
   std::memset(first, 0, static_cast<std::size_t>(pages - first));
-  if (!detail::os::decommit(pages, static_cast<std::size_t>(pages_end - pages))) {
-    std::memset(pages, 0, static_cast<std::size_t>(pages_end - pages));
-  }
+  zero_pages(pages, static_cast<std::size_t>(pages_end - pages));
   std::memset(pages_end, 0, static_cast<std::size_t>(last - pages_end));
 }
 

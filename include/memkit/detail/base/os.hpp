@@ -106,6 +106,13 @@ inline bool decommit(void* p, std::size_t bytes) noexcept {
   return ::madvise(p, bytes, MADV_DONTNEED) == 0;
 }
 
+/// Writes into `resident[i]`, for each of the `pages` pages from `p`, whether it is in memory (bit
+/// 0, mincore(2)): a page that is not reads as zeros or comes back from swap when touched.
+/// \returns whether the kernel answered. \requires `p` is aligned to page_size().
+inline bool residency(void* p, std::size_t pages, unsigned char* resident) noexcept {
+  return ::mincore(p, pages * page_size(), resident) == 0;
+}
+
 /// Gives the physical pages of `[p, p + bytes)` back to the kernel and makes the range
 /// inaccessible, so it is no longer charged to RLIMIT_DATA and any access faults; commit() makes
 /// it usable again, zero-filled. \returns whether the kernel did both.
