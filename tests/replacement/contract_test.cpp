@@ -571,8 +571,8 @@ MEMKIT_CONTRACT_CASE(CallocWritesAReusedBlocksPagesAndLeavesFreshOnesUntouched, 
                "for a fresh 64 MiB one\n",
                faults, fresh_kib);
   MEMKIT_CHECK(faults >= 0 && (faults < 64 || !regions_kept));
-  MEMKIT_CHECK(fresh_kib <
-               4 * 1024); // below 0 if calloc gave back pages it took from a kept region
+  // Below 0 if calloc gave back pages it took from a kept region.
+  MEMKIT_CHECK(fresh_kib < 4 * 1024);
 }
 
 MEMKIT_CONTRACT_CASE(FreedMemoryNoLongerCountsAgainstTheDataLimit, c_api) {
