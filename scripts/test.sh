@@ -7,8 +7,8 @@
 # memkit_keep_threaded in CMakeLists.txt). The first two builds also compile every public header
 # on its own as C++17 and as C++20, and build and run the examples, the packaging consumers and
 # memkit-bench's batch and serve-mode tests (all three run memkit-bench's); the optimized build
-# runs the Valgrind checks, the AddressSanitizer build runs every libFuzzer target for a bounded
-# time and replays its corpus. The sanitizer builds keep line tables only as debug information:
+# runs the Valgrind checks, the AddressSanitizer build runs every libFuzzer target for 5 seconds
+# and replays its corpus. The sanitizer builds keep line tables only as debug information:
 # enough for their reports' stack traces, and a fifth quicker to build than full -g.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,8 @@ run_suite release -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++
 # LeakSanitizer stays on: a test that leaks fails.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
-  -DCMAKE_CXX_COMPILER=clang++ -DMEMKIT_SANITIZE=address,undefined -DMEMKIT_BUILD_FUZZERS=ON
+  -DCMAKE_CXX_COMPILER=clang++ -DMEMKIT_SANITIZE=address,undefined -DMEMKIT_BUILD_FUZZERS=ON \
+  -DMEMKIT_FUZZ_SECONDS=5
 # ThreadSanitizer: data races fail the test that ran them. The fuzzers and Valgrind checks ran above.
 # tests/tsan.supp says why each suppression is a false positive outside memkit.
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp
