@@ -418,7 +418,7 @@ TEST(ReplacementEngine, NoHeapStaysEmptyWhateverAThreadWithoutAHeapCallsFirst) {
     EXPECT_EQ(d, &dt::empty_chunk);
   }
   for (std::size_t cls = 0; cls < std::size(none.foreign); ++cls) {
-    EXPECT_TRUE(none.foreign[cls].empty());
+    EXPECT_TRUE(none.foreign[cls].list.empty());
     EXPECT_EQ(none.foreign_count[cls], 0u);
     EXPECT_FALSE(none.foreign_taken[cls]);
   }

@@ -628,56 +628,75 @@ TEST(ThreadCached, AnAdoptingThreadsFirstTickLeavesWhatTheExitedThreadKept) {
 
 // A thread that kept other threads' blocks of a class and then allocates only other classes
 // sends the kept ones home every 64 times it runs out of a class (engine::refills_per_tick),
-// rather than at its exit: their owner, still running, finds them once its chunk is used up,
-// while the thread that kept them still runs. Without the tick it found none.
-TEST(ThreadCached, KeptBlocksGoHomeWhileTheThreadAllocatesOtherClasses) {
+// rather than at its exit: their owners, still running, find them once their chunks are used up,
+// while the thread that kept them still runs. Without the tick they found none. The kept blocks go
+// home as one chain, to the owner of the newest (engine::send_class_home), which sends the others'
+// on as it takes them: the owners look in turn, the last one whose blocks were freed first.
+// \returns how many of the 32 blocks the `owners` threads allocated came back to each.
+std::vector<std::size_t> kept_blocks_sent_home(std::size_t owners) {
   locked_spy spy;
   any_size r{spy_ref(spy)};
   constexpr std::size_t n = 32;
-  std::vector<void*> theirs(n);
+  std::vector<std::vector<void*>> theirs(owners, std::vector<void*>(n / owners));
   std::mutex m;
   std::condition_variable cv;
-  int step = 0; // 1: the owner allocated; 2: the other thread kept them; 3: the owner looked
-  std::size_t found = 0;
-  auto advance = [&](int to) {
+  // 1..owners: that many owners allocated; +1: the other thread kept them; then one more as each
+  // owner looked, the last owner first
+  std::size_t step = 0;
+  std::vector<std::size_t> found(owners);
+  auto advance = [&] {
     const std::lock_guard<std::mutex> lock(m);
-    step = to;
+    ++step;
     cv.notify_all();
   };
-  auto await = [&](int at) {
+  auto await = [&](std::size_t at) {
     std::unique_lock<std::mutex> lock(m);
     cv.wait(lock, [&] { return step >= at; });
   };
-  std::thread owner([&] {
-    for (void*& p : theirs) {
-      p = r.allocate(64);
-    }
-    const std::set<void*> sent(theirs.begin(), theirs.end());
-    advance(1);
-    await(2);
-    found = allocate_until_back(r, sent);
-    advance(3);
-  });
-  std::thread keeper([&] {
-    await(1);
-    r.deallocate(r.allocate(64), 64); // a current chunk of the class: it keeps the owner's blocks
-    for (void* p : theirs) {
-      r.deallocate(p, 64);
+  std::vector<std::thread> threads;
+  for (std::size_t o = 0; o < owners; ++o) {
+    threads.emplace_back([&, o] {
+      for (void*& p : theirs[o]) {
+        p = r.allocate(64);
+      }
+      const std::set<void*> sent(theirs[o].begin(), theirs[o].end());
+      advance();
+      await(2 * owners - o);
+      found[o] = allocate_until_back(r, sent);
+      advance();
+    });
+  }
+  threads.emplace_back([&] {
+    await(owners);
+    r.deallocate(r.allocate(64), 64); // a current chunk of the class: it keeps the owners' blocks
+    for (const std::vector<void*>& blocks : theirs) {
+      for (void* p : blocks) {
+        r.deallocate(p, 64);
+      }
     }
     // Then 200-byte blocks only: a refill each page carved (20 blocks), three ticks' worth.
     std::vector<void*> others;
     for (std::size_t i = 0; i < 3 * 64 * (4096 / 200 + 1); ++i) {
       others.push_back(r.allocate(200));
     }
-    advance(2);
-    await(3);
+    advance();
+    await(2 * owners + 1);
     for (void* p : others) {
       r.deallocate(p, 200);
     }
   });
-  owner.join();
-  keeper.join();
-  EXPECT_EQ(found, n);
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  return found;
+}
+
+TEST(ThreadCached, KeptBlocksGoHomeWhileTheThreadAllocatesOtherClasses) {
+  EXPECT_EQ(kept_blocks_sent_home(1), std::vector<std::size_t>{32});
+}
+
+TEST(ThreadCached, KeptBlocksOfTwoOwnersGoHomeEachToItsOwner) {
+  EXPECT_EQ(kept_blocks_sent_home(2), (std::vector<std::size_t>{16, 16}));
 }
 
 TEST(ThreadCached, TwoThreadsNeverGetBlocksOnOneCacheLine) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 // tests/thread/heap_test.cpp: one thread's cache (memkit/detail/thread/heap.hpp): the direct table
-// from sizes to current chunks, the partial lists, the spares.
+// from sizes to current chunks, the partial lists, the spares, the blocks kept of other heaps.
 #include "memkit/detail/thread/heap.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace {
 
@@ -88,6 +89,55 @@ TEST(Heap, ASpareOfTheClassAskedForComesBeforeNewerOnes) {
   EXPECT_EQ(h->pop_spare(1), &c[1]);
   EXPECT_EQ(h->pop_spare(1), nullptr);
   EXPECT_EQ(h->spare_count, 0u);
+}
+
+struct alignas(16) block {
+  unsigned char bytes[32];
+};
+
+TEST(Heap, KeptBlocksComeOffAsOneChainNewestFirst) {
+  auto h = std::make_unique<thread::heap<4>>();
+  std::vector<block> blocks(4);
+  EXPECT_EQ(h->take_foreign_chain(1).count, 0u) << "none kept";
+  EXPECT_FALSE(h->keep_foreign(&blocks[0], 1, sizeof(block)))
+      << "a class this heap does not allocate keeps nothing";
+  thread::chunk current;
+  h->set_current(1, &current, 8);
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(h->keep_foreign(&blocks[i], 1, sizeof(block)));
+  }
+  const memkit::detail::free_chain c = h->take_foreign_chain(1);
+  EXPECT_EQ(c.count, 3u);
+  EXPECT_EQ(c.first, &blocks[2]) << "the newest first, as take_foreign hands them out";
+  EXPECT_EQ(c.last, &blocks[0]);
+  EXPECT_EQ(memkit::detail::free_list::next(c.first), &blocks[1]);
+  EXPECT_EQ(memkit::detail::free_list::next(&blocks[1]), &blocks[0]);
+  EXPECT_EQ(h->foreign_count[1], 0u);
+  EXPECT_EQ(h->take_foreign(1), nullptr) << "taken off";
+  // Emptied by take_foreign too, the class's chain starts afresh.
+  ASSERT_TRUE(h->keep_foreign(&blocks[3], 1, sizeof(block)));
+  ASSERT_TRUE(h->keep_foreign(&blocks[0], 1, sizeof(block)));
+  EXPECT_EQ(h->take_foreign(1), &blocks[0]);
+  ASSERT_TRUE(h->keep_foreign(&blocks[1], 1, sizeof(block)));
+  const memkit::detail::free_chain d = h->take_foreign_chain(1);
+  EXPECT_EQ(d.count, 2u);
+  EXPECT_EQ(d.first, &blocks[1]);
+  EXPECT_EQ(d.last, &blocks[3]);
+}
+
+TEST(Heap, KeepsNoMoreThanTheRoomOfTheClassWhileItHasACurrentChunk) {
+  auto h = std::make_unique<thread::heap<1>>();
+  std::vector<block> blocks(3);
+  thread::chunk current;
+  h->set_current(0, &current, 2);
+  EXPECT_TRUE(h->keep_foreign(&blocks[0], 0, sizeof(block)));
+  EXPECT_TRUE(h->keep_foreign(&blocks[1], 0, sizeof(block)));
+  EXPECT_FALSE(h->keep_foreign(&blocks[2], 0, sizeof(block)));
+  EXPECT_EQ(h->foreign_count[0], 2u);
+  EXPECT_EQ(h->take_foreign(0), &blocks[1]);
+  h->set_current(0, &thread::empty_chunk);
+  EXPECT_FALSE(h->keep_foreign(&blocks[1], 0, sizeof(block))) << "no current chunk: no room";
+  EXPECT_EQ(h->foreign_count[0], 1u) << "what it kept stays";
 }
 
 } // namespace

@@ -481,7 +481,7 @@ private:
     }
     c->in_bin = true;
     ++c->used; // pin
-    h.set_current(cls, c);
+    h.set_current(cls, c, foreign_limit_[cls]);
     return !c->free.empty() ? take(c) : carve_and_take(c);
   }
 
@@ -589,14 +589,25 @@ private:
     poison(c->blocks, capacity * s);
   }
 
-  // Takes everything other threads posted to `h` and frees each block into its chunk.
+  // Takes everything other threads posted to `h` and frees each block into its chunk; a block of
+  // another heap, which came in a chain of kept blocks of several owners (send_class_home), goes
+  // on to its owner's batch.
   void take_remote_frees(heap& h, bool locked) noexcept {
+    bool sent_on = false;
     for (void* p = h.remote.take_all(); p != nullptr;) {
       void* const next = free_list::next(p);
       chunk* c = chunk_of(p);
-      MEMKIT_ASSERT_INTERNAL(c->owner == &h && !c->is_large());
-      free_into(h, c, p, locked);
+      MEMKIT_ASSERT_INTERNAL(!c->is_large() && c->owner != nullptr);
+      if (MEMKIT_LIKELY(c->owner == &h)) {
+        free_into(h, c, p, locked);
+      } else {
+        h.outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
+        sent_on = true;
+      }
       p = next;
+    }
+    if (sent_on) {
+      h.outgoing.template flush<heap>();
     }
   }
 
@@ -605,8 +616,7 @@ private:
   // here (heap::foreign). Everything else is free_elsewhere's.
   MEMKIT_NOINLINE void keep_or_free_elsewhere(void* p, chunk* c, heap* mine,
                                               std::size_t bytes) noexcept {
-    if (mine != nullptr && c->cls < Bins &&
-        mine->keep_foreign(p, c->cls, c->block_size, foreign_limit_[c->cls])) {
+    if (mine != nullptr && c->cls < Bins && mine->keep_foreign(p, c->cls, c->block_size)) {
       mine->counters.on_deallocate(bytes);
       return;
     }
@@ -674,12 +684,14 @@ private:
     h.outgoing.template flush<heap>();
   }
 
-  // Adds every foreign block of class `cls` that `h` keeps to its owner's outgoing batch.
+  // Sends every foreign block of class `cls` that `h` keeps home as one chain, posted to the
+  // owner of the newest: no walk over them here, where they have gone cold. A block among them
+  // that another heap owns is sent on by the heap that takes the chain (take_remote_frees).
   void send_class_home(heap& h, std::size_t cls) noexcept {
-    while (void* const p = h.take_foreign(cls)) {
-      const chunk* const c = chunk_of(p);
-      MEMKIT_ASSERT_INTERNAL(c->owner != &h && c->cls == cls);
-      h.outgoing.add(static_cast<heap*>(c->owner), p, c->block_size, batch_blocks_);
+    if (const free_chain all = h.take_foreign_chain(cls); all.count != 0) {
+      heap* const owner = static_cast<heap*>(chunk_of(all.first)->owner);
+      MEMKIT_ASSERT_INTERNAL(owner != &h && owner != nullptr);
+      owner->remote.post(all);
     }
   }
 
@@ -691,7 +703,7 @@ private:
     if (mine == nullptr) {
       return false;
     }
-    const free_list& list = c->owner == mine ? c->free : mine->foreign[c->cls];
+    const free_list& list = c->owner == mine ? c->free : mine->foreign[c->cls].list;
     if (p == list.head()) {
       return true;
     }

@@ -10,6 +10,7 @@
 #include "../../config.hpp"
 #include "../../stats.hpp"
 #include "../base/align.hpp"
+#include "../base/assert.hpp"
 #include "../free_list.hpp"
 #include "../intrusive_list.hpp"
 #include "../size_class.hpp"
@@ -61,9 +62,18 @@ struct heap {
   /// tcmalloc or jemalloc keeps whatever block is freed on its thread, so a thread that frees what
   /// another (or an exited) thread allocated reuses that memory instead of sending it home and
   /// touching more. Bounded per class; they go home at the thread's exit, or earlier
-  /// (engine::tick) when none of their class is handed out between two ticks.
-  free_list foreign[Bins];
+  /// (engine::tick) when none of their class is handed out between two ticks, as one chain.
+  struct kept {
+    free_list list;
+    /// The first block kept, last on the list: the one whose link a post rewrites, so that the
+    /// blocks go home as one chain, with no walk over them (take_foreign_chain).
+    void* last = nullptr;
+  };
+  kept foreign[Bins];
   std::uint16_t foreign_count[Bins] = {};
+  /// Per class, the most blocks kept: none while the class has no current chunk (a thread that
+  /// only frees it, as a consumer does, would hold them for nothing), else set_current's `keep`.
+  std::uint16_t foreign_room[Bins] = {};
   /// Per class, whether a kept block was handed out since the last scavenge (engine::tick): kept
   /// blocks of a class that is not being allocated here go home then, instead of waiting for the
   /// thread's exit (tcmalloc's thread cache gives back what stayed unused between scavenges).
@@ -82,9 +92,12 @@ struct heap {
     }
   }
 
-  /// \effects makes `c` the current chunk of class `cls`.
-  void set_current(std::size_t cls, chunk* c) noexcept {
+  /// \effects makes `c` the current chunk of class `cls`, and lets the heap keep up to `keep`
+  /// blocks of the class that other heaps own (keep_foreign) while it is.
+  void set_current(std::size_t cls, chunk* c, std::uint16_t keep = 0) noexcept {
+    MEMKIT_ASSERT_INTERNAL(c != &empty_chunk || keep == 0);
     bins[cls].current = c;
+    foreign_room[cls] = keep;
     if constexpr (direct_steps != 0) {
       if (cls <= class_index(table_class_limit)) {
         const std::size_t last = class_size(cls) / class_granularity;
@@ -124,27 +137,43 @@ struct heap {
     ++spare_count;
   }
 
-  /// \effects keeps `p`, a free block of another heap, of class `cls` and `bytes` bytes, if this
-  /// heap allocates that class itself (its bin has a current chunk: a thread that only frees, as a
-  /// consumer does, would hold the blocks for nothing) and keeps fewer than `limit` of it.
-  /// \returns whether it did.
-  bool keep_foreign(void* p, std::size_t cls, std::size_t bytes, std::size_t limit) noexcept {
-    if (bins[cls].current == &empty_chunk || foreign_count[cls] >= limit) {
+  /// \effects keeps `p`, a free block of another heap, of class `cls` and `bytes` bytes, if it
+  /// keeps fewer than the class's room (foreign_room). \returns whether it did.
+  bool keep_foreign(void* p, std::size_t cls, std::size_t bytes) noexcept {
+    const std::uint16_t n = foreign_count[cls];
+    if (n >= foreign_room[cls]) {
       return false;
     }
-    foreign[cls].push(p, bytes);
-    ++foreign_count[cls];
+    if (n == 0) {
+      foreign[cls].last = p;
+    }
+    foreign[cls].list.push(p, bytes);
+    foreign_count[cls] = static_cast<std::uint16_t>(n + 1);
     return true;
   }
 
   /// \returns a kept block of another heap of class `cls` (still poisoned), or null.
   void* take_foreign(std::size_t cls) noexcept {
-    if (foreign[cls].empty()) {
+    if (foreign[cls].list.empty()) {
       return nullptr;
     }
     --foreign_count[cls];
     foreign_taken[cls] = true;
-    return foreign[cls].pop();
+    return foreign[cls].list.pop();
+  }
+
+  /// \returns every kept block of class `cls`, taken off, as one chain whose last link is still
+  /// to be written (empty if none).
+  free_chain take_foreign_chain(std::size_t cls) noexcept {
+    free_chain c;
+    if (foreign_count[cls] != 0) {
+      c.first = foreign[cls].list.head();
+      c.last = foreign[cls].last;
+      c.count = foreign_count[cls];
+      foreign[cls].list.clear();
+      foreign_count[cls] = 0;
+    }
+    return c;
   }
 
   /// \returns a spare chunk, last of class `cls` if one is (link_for_class; the first for
