@@ -105,6 +105,49 @@ TEST(ThreadCached, CarvingTouchesOnePageAtATimeBeginningWithTheHeadersPage) {
   }
 }
 
+TEST(ThreadCached, APartlyUsedChunksFreeBlocksGoOutBeforeTheCurrentChunkCarvesANewPage) {
+  namespace thread = memkit::detail::thread;
+  using memkit::detail::address;
+  constexpr std::size_t s = 64;
+  locked_spy spy;
+  {
+    any_size r{spy_ref(spy)};
+    // A first chunk of the class, filled until a block comes from a second one.
+    std::vector<void*> held{r.allocate(s)};
+    const thread::chunk* first = thread::chunk_of(held[0]);
+    while (thread::chunk_of(held.back()) == first) {
+      held.push_back(r.allocate(s));
+    }
+    const thread::chunk* second = thread::chunk_of(held.back());
+    const auto carved_to = [&] { return address(second->fresh.next()) - address(second); };
+    // A block of the full first chunk comes back: the first is partly used now.
+    void* const freed = held[held.size() / 2];
+    held[held.size() / 2] = nullptr;
+    r.deallocate(freed, s);
+    // The second, current, chunk hands out the blocks its carved page holds...
+    const std::size_t carved = carved_to();
+    while (!second->free.empty()) {
+      held.push_back(r.allocate(s));
+      ASSERT_EQ(thread::chunk_of(held.back()), second);
+    }
+    // ...then the freed block of the first rather than a block of a new page.
+    held.push_back(r.allocate(s));
+    EXPECT_EQ(held.back(), freed);
+    EXPECT_EQ(carved_to(), carved)
+        << "carved a new page while a freed block waited in another chunk";
+    // The first is full again: the second, partly used, is current again and carves its next page.
+    held.push_back(r.allocate(s));
+    EXPECT_EQ(thread::chunk_of(held.back()), second);
+    EXPECT_GT(carved_to(), carved);
+    for (void* p : held) {
+      if (p != nullptr) {
+        r.deallocate(p, s);
+      }
+    }
+  }
+  expect_everything_returned(spy);
+}
+
 TEST(ThreadCached, FreeWithoutASizeFindsTheBlockFromItsAddress) {
   locked_spy spy;
   {
