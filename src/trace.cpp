@@ -209,8 +209,8 @@ struct recorder {
   std::atomic<bool> stop{false};
   pthread_t writer{};
   codec::file_header header{};
-  /// In a forked child, which has no writer thread: each buffer is compressed and written by the
-  /// thread that filled it, one at a time.
+  /// When no writer thread could be started (in a forked child): each buffer is compressed and
+  /// written by the thread that filled it, one at a time.
   bool write_in_place = false;
   spin_mutex in_place_lock;
   spin_mutex mappings_lock; ///< held while the writer lists the loaded objects
@@ -942,10 +942,21 @@ void* writer_main(void*) noexcept {
 
 // ---- start-up, fork and exit.
 
+/// Starts the writer thread, its own allocations unrecorded. \returns whether it runs.
+bool start_writer_thread() noexcept {
+  const bool was_in_recorder = mine.in_recorder;
+  mine.in_recorder = true;
+  const bool running = ::pthread_create(&rec.writer, nullptr, &writer_main, nullptr) == 0;
+  rec.writer_running.store(running, std::memory_order_release);
+  mine.in_recorder = was_in_recorder;
+  return running;
+}
+
 // A forked child records to PATH.<pid> (docs/TRACE.md#recording), from the fork on: the threads
 // that did not survive the fork leave their records and buffers behind (the parent writes what they
-// held), the forking thread goes on as thread 1 of the new trace, and, with no writer thread,
-// each full buffer is compressed and written by the thread that filled it.
+// held), the forking thread goes on as thread 1 of the new trace, and a writer thread of its own
+// writes its buffers (if none can start, each full buffer is compressed and written by the thread
+// that filled it).
 void before_fork() noexcept { rec.mappings_lock.lock(); }
 void parent_after_fork() noexcept { rec.mappings_lock.unlock(); }
 
@@ -966,7 +977,7 @@ void child_after_fork() noexcept {
   ::new (&rec.in_place_lock) spin_mutex;
   in_place_writer = nullptr;
   rec.writer_running.store(false, std::memory_order_relaxed);
-  rec.write_in_place = true;
+  rec.stop.store(false, std::memory_order_relaxed);
   ::close(rec.fd);
   rec.fd = open_own_trace(chosen.trace_path);
   if (rec.fd < 0) {
@@ -989,6 +1000,9 @@ void child_after_fork() noexcept {
     put(*r, start);
     mine.in_recorder = false;
   }
+  // The C library has reset its loader and thread-stack locks before it runs this handler, so the
+  // child can start a thread here: its own writer, as the parent has.
+  rec.write_in_place = !start_writer_thread();
 }
 
 // The writer starts here, outside any malloc (pthread_create takes locks a malloc caller may hold),
@@ -1001,8 +1015,7 @@ __attribute__((constructor)) void start_writer() noexcept {
     return;
   }
   mine.in_recorder = true;
-  if (started() && ::pthread_create(&rec.writer, nullptr, &writer_main, nullptr) == 0) {
-    rec.writer_running.store(true, std::memory_order_release);
+  if (started() && start_writer_thread()) {
     ::pthread_atfork(&before_fork, &parent_after_fork, &child_after_fork);
   }
   mine.in_recorder = false;

@@ -5,6 +5,8 @@
 //   threads      4 threads of 1000 mallocs each; every other block is freed by the next thread
 //   fork         a child that allocates 777777 bytes and exits; the parent waits for it and
 //                prints the child's pid
+//   fork-sampled a child that allocates now and then for 100 ms and exits; the parent prints its
+//                pid
 //   spawn        runs this program again (`kinds 1`) while recording, and waits for it
 //   short-threads  200 threads one after another, each 100 mallocs and frees (records reused)
 //   busy-at-exit   main exits while a detached thread allocates and frees in a loop
@@ -199,6 +201,21 @@ int main(int argc, char** argv) {
       void* p = std::malloc(777777);
       keep(p);
       std::free(p);
+      std::exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    std::printf("%d\n", static_cast<int>(child));
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+  } else if (mode == "fork-sampled") {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      for (int i = 0; i < 20; ++i) {
+        void* p = std::malloc(4096);
+        keep(p);
+        std::free(p);
+        ::usleep(5 * 1000);
+      }
       std::exit(0);
     }
     int status = 0;

@@ -411,6 +411,21 @@ TEST(Recorder, AForkedChildRecordsToItsOwnFile) {
   EXPECT_EQ(1u, count(child, kind::thread_start, false));
 }
 
+// A forked child writes its trace from a writer thread of its own, as its parent does: the
+// thread that calls malloc does not compress, and the writer samples the child's resident memory
+// every 10 ms while it runs (without it, only when the trace begins and ends).
+TEST(Recorder, AForkedChildHasAWriterThreadOfItsOwn) {
+  const std::string path = trace_path("fork-sampled");
+  const run_result r = run({program, "fork-sampled"}, "trace:" + path, preload);
+  ASSERT_EQ(0, r.status);
+  const std::string child_path = path + "." + std::to_string(std::atoi(r.out.c_str()));
+  const recorded child = read_trace(child_path, program);
+  std::remove(child_path.c_str());
+  ASSERT_EQ(trace::reader::status::end, child.state) << child.message;
+  EXPECT_EQ(20u, count(child, kind::malloc, true));
+  EXPECT_GE(count(child, kind::rss_sample, false), 4u) << "the child's 100 ms, sampled";
+}
+
 TEST(Recorder, AProgramStartedWhileRecordingWritesItsOwnFile) {
   const std::string path = trace_path("spawn");
   const run_result r = run({program, "spawn"}, "trace:" + path, preload);
