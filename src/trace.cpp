@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 // src/trace.cpp: the trace recorder (MEMKIT_OPTIONS=trace:PATH, docs/TRACE.md#recording). Each
 // thread encodes its calls into a buffer of its own (no lock, no shared cache line on the way);
-// a full buffer is pushed whole onto one lock-free list, from which a writer thread compresses
-// and writes it as one frame. Every byte the recorder uses comes from mmap, never from malloc:
-// it runs inside malloc. Anything the recorder calls that allocates (starting threads, unwinding,
-// zstd) runs with the thread's `in_recorder` set, so those calls are served but not recorded.
+// a full buffer joins one queue, from which a writer thread (helped, when it falls behind, by
+// the threads that fill the buffers) compresses and writes each as one frame. Every byte the
+// recorder uses comes from mmap, never from malloc: it runs inside malloc. Anything the recorder
+// calls that allocates (starting threads, unwinding, zstd) runs with the thread's `in_recorder`
+// set, so those calls are served but not recorded.
 #include "trace.hpp"
 
 #include <atomic>
@@ -21,6 +22,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
@@ -47,7 +49,8 @@ constexpr std::size_t payload_bytes = std::size_t{128} << 10;
 // Call sites a thread remembers, direct-mapped by return address: a site evicted by another is
 // defined again (a few bytes) when next used.
 constexpr std::size_t site_slots = 4096;
-// How often the writer wakes, samples the resident set, and looks for newly loaded objects.
+// How long the writer waits for a full buffer at most, and how often it samples the resident set
+// and looks for newly loaded objects.
 constexpr long writer_period_ns = 2'000'000;
 constexpr std::uint64_t rss_period_ns = 10'000'000;
 constexpr std::uint64_t mapping_period_ns = 1'000'000'000;
@@ -200,7 +203,6 @@ struct recorder {
   int fd = -1;
   unsigned depth = 1;
   os::thread_key key{};
-  std::atomic<buffer*> full{nullptr};
   locked_stack<buffer> free_buffers;
   locked_stack<thread_record> free_records;
   std::atomic<thread_record*> all{nullptr};
@@ -208,12 +210,19 @@ struct recorder {
   std::atomic<bool> writer_running{false};
   std::atomic<bool> stop{false};
   pthread_t writer{};
+  std::atomic<int> writer_waiting{0}; ///< 1 while the writer thread waits for work (a futex)
   codec::file_header header{};
-  /// When no writer thread could be started (in a forked child): each buffer is compressed and
-  /// written by the thread that filled it, one at a time.
-  bool write_in_place = false;
-  spin_mutex in_place_lock;
-  spin_mutex mappings_lock; ///< held while the writer lists the loaded objects
+  // The full buffers, oldest first. Whoever takes one (the writer thread, or a thread helping it)
+  // gets the next ticket with it, and frames reach the file in ticket order: compressed side by
+  // side, written one after another, so each thread's frames stay in its order.
+  spin_mutex queue_lock;
+  buffer* queue_head = nullptr;
+  buffer* queue_tail = nullptr;
+  std::atomic<std::size_t> queued{0};
+  std::uint64_t next_ticket = 0;         ///< under queue_lock
+  std::atomic<std::uint64_t> written{0}; ///< tickets whose frames are written
+  spin_mutex helper_lock;                ///< one helping thread at a time, on helper_state
+  spin_mutex mappings_lock;              ///< held while the writer lists the loaded objects
 };
 recorder rec;
 
@@ -233,24 +242,55 @@ buffer* take_buffer() noexcept {
   return m != nullptr ? ::new (m) buffer : nullptr;
 }
 
-void push_full(buffer* b) noexcept {
-  b->next = rec.full.load(std::memory_order_relaxed);
-  while (!rec.full.compare_exchange_weak(b->next, b, std::memory_order_release,
-                                         std::memory_order_relaxed)) {
-  }
+void futex_wake(std::atomic<int>& word) noexcept {
+  ::syscall(SYS_futex, reinterpret_cast<int*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-/// \returns every full buffer pushed so far, oldest first: each thread's in its order.
-buffer* take_full() noexcept {
-  buffer* b = rec.full.exchange(nullptr, std::memory_order_acquire);
-  buffer* oldest = nullptr;
-  while (b != nullptr) {
-    buffer* next = b->next;
-    b->next = oldest;
-    oldest = b;
-    b = next;
+/// Waits until `word` is woken or no longer `value`, for `ns` at most.
+void futex_wait(std::atomic<int>& word, int value, long ns) noexcept {
+  timespec limit{0, ns};
+  ::syscall(SYS_futex, reinterpret_cast<int*>(&word), FUTEX_WAIT_PRIVATE, value, &limit, nullptr,
+            0);
+}
+
+/// Queues a full buffer, waking the writer thread if it waits. \returns how many wait, `b`
+/// included.
+std::size_t enqueue(buffer* b) noexcept {
+  b->next = nullptr;
+  std::size_t waiting = 0;
+  {
+    std::lock_guard<spin_mutex> g(rec.queue_lock);
+    (rec.queue_tail != nullptr ? rec.queue_tail->next : rec.queue_head) = b;
+    rec.queue_tail = b;
+    waiting = rec.queued.fetch_add(1) + 1;
   }
-  return oldest;
+  // Either the writer sees the buffer before it waits, or this sees it waiting (both orders of
+  // the two sequentially consistent pairs of accesses).
+  if (rec.writer_waiting.load() != 0 && rec.writer_waiting.exchange(0) != 0) {
+    futex_wake(rec.writer_waiting);
+  }
+  return waiting;
+}
+
+/// \returns the oldest full buffer, with its ticket in `ticket`, or null.
+buffer* dequeue(std::uint64_t& ticket) noexcept {
+  std::lock_guard<spin_mutex> g(rec.queue_lock);
+  buffer* b = rec.queue_head;
+  if (b != nullptr) {
+    rec.queue_head = b->next;
+    if (rec.queue_head == nullptr) {
+      rec.queue_tail = nullptr;
+    }
+    rec.queued.fetch_sub(1, std::memory_order_relaxed);
+    ticket = rec.next_ticket++;
+  }
+  return b;
+}
+
+/// \returns a ticket for a frame that is not in the queue: thread 0's.
+std::uint64_t take_ticket() noexcept {
+  std::lock_guard<spin_mutex> g(rec.queue_lock);
+  return rec.next_ticket++;
 }
 
 void begin_frame(thread_record& r, buffer* b, std::uint64_t time) noexcept {
@@ -261,16 +301,7 @@ void begin_frame(thread_record& r, buffer* b, std::uint64_t time) noexcept {
   r.committed.store(r.preamble, std::memory_order_release);
 }
 
-void write_now(buffer* b) noexcept;
-
-/// Hands a full buffer to the writer thread, or, in a forked child, writes it now.
-void ship(buffer* b) noexcept {
-  if (rec.write_in_place) {
-    write_now(b);
-  } else {
-    push_full(b);
-  }
-}
+void ship(buffer* b) noexcept;
 
 /// Pushes the owner's buffer and starts the next frame at `time`. \returns false when the exit
 /// flush took the buffer or no memory is left: the event is dropped.
@@ -721,19 +752,34 @@ struct writer_state {
   char exe[4096];
 };
 
-/// Writes the rows [raw, raw + size) of a thread's buffer as one frame: in streams, compressed.
-void write_frame(writer_state& w, const std::uint8_t* raw, std::size_t size) noexcept {
+/// Writes the rows [raw, raw + size) of a thread's buffer as one frame (in streams, compressed)
+/// once every frame of an earlier ticket is written.
+void write_frame(writer_state& w, const std::uint8_t* raw, std::size_t size,
+                 std::uint64_t ticket) noexcept {
   const std::size_t n =
       tr::write_frame(w.streams, tr::to_streams(raw, size, w.streams, w.scratch), w.out, w.zstd);
+  while (rec.written.load(std::memory_order_acquire) != ticket) {
+    ::sched_yield(); // the frame before is being compressed on another thread
+  }
   write_all(rec.fd, reinterpret_cast<const char*>(w.out), n);
+  rec.written.store(ticket + 1, std::memory_order_release);
 }
 
+/// Writes the oldest full buffer, if one waits, with `w`. \returns whether one did.
+bool write_oldest(writer_state& w) noexcept {
+  std::uint64_t ticket = 0;
+  buffer* const b = dequeue(ticket);
+  if (b == nullptr) {
+    return false;
+  }
+  write_frame(w, b->data, b->size, ticket);
+  rec.free_buffers.push(b);
+  return true;
+}
+
+/// Writes every buffer that waits, those queued meanwhile included.
 void drain(writer_state& w) noexcept {
-  for (buffer* b = take_full(); b != nullptr;) {
-    buffer* next = b->next;
-    write_frame(w, b->data, b->size);
-    rec.free_buffers.push(b);
-    b = next;
+  while (write_oldest(w)) {
   }
 }
 
@@ -741,7 +787,7 @@ void drain(writer_state& w) noexcept {
 void flush_own(writer_state& w) noexcept {
   thread_record& r = w.own;
   if (r.enc.size() != r.preamble) {
-    write_frame(w, r.enc.data(), r.enc.size());
+    write_frame(w, r.enc.data(), r.enc.size(), take_ticket());
     ++r.sequence;
     r.enc.begin(0, r.sequence, now());
     r.preamble = r.enc.size();
@@ -877,19 +923,40 @@ writer_state* new_writer_state() noexcept {
   return w;
 }
 
-writer_state* in_place_writer = nullptr;
+/// The state of the thread helping the writer (rec.helper_lock), made when one first helps.
+writer_state* helper_state = nullptr;
 
-void write_now(buffer* b) noexcept {
-  {
-    std::lock_guard<spin_mutex> g(rec.in_place_lock);
-    if (in_place_writer == nullptr) {
-      in_place_writer = new_writer_state();
-    }
-    if (in_place_writer != nullptr) {
-      write_frame(*in_place_writer, b->data, b->size);
+/// The writer's queue holds more full buffers than this when a thread queues another: the writer
+/// is behind (it is woken when the queue gets its first), and that thread helps.
+constexpr std::size_t writer_lead = 1;
+
+/// Queues a full buffer. A thread that finds the writer behind compresses and writes the oldest
+/// waiting buffer itself, one a buffer it fills: both cores compress, and the queue, what an
+/// _exit loses, stays short. With no writer thread (a forked child that could not start one), it
+/// writes every waiting buffer.
+void ship(buffer* b) noexcept {
+  const std::size_t waiting = enqueue(b);
+  const bool alone = !rec.writer_running.load(std::memory_order_acquire);
+  if (!alone && (waiting <= writer_lead || !rec.helper_lock.try_lock())) {
+    return;
+  }
+  if (alone) {
+    rec.helper_lock.lock();
+  }
+  int cancel = 0;
+  ::pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel); // write() is a cancellation point
+  if (helper_state == nullptr) {
+    helper_state = new_writer_state();
+  }
+  if (helper_state != nullptr) {
+    if (alone) {
+      drain(*helper_state);
+    } else {
+      write_oldest(*helper_state);
     }
   }
-  rec.free_buffers.push(b);
+  ::pthread_setcancelstate(cancel, nullptr);
+  rec.helper_lock.unlock();
 }
 
 writer_state* make_writer() noexcept {
@@ -920,7 +987,11 @@ void* writer_main(void*) noexcept {
   writer_state* w = make_writer();
   while (!rec.stop.load(std::memory_order_acquire)) {
     if (w != nullptr) {
-      drain(*w);
+      // The buffers that wait now, not those queued meanwhile: the samples below keep their
+      // period however fast buffers come.
+      for (std::size_t n = rec.queued.load(std::memory_order_relaxed); n != 0 && write_oldest(*w);
+           --n) {
+      }
       const std::uint64_t t = now();
       if (t - w->last_rss >= rss_period_ns) {
         w->last_rss = t;
@@ -931,8 +1002,11 @@ void* writer_main(void*) noexcept {
         flush_own(*w);
       }
     }
-    timespec pause{0, writer_period_ns};
-    ::nanosleep(&pause, nullptr);
+    rec.writer_waiting.store(1);
+    if ((w == nullptr || rec.queued.load() == 0) && !rec.stop.load()) {
+      futex_wait(rec.writer_waiting, 1, writer_period_ns);
+    }
+    rec.writer_waiting.store(0, std::memory_order_relaxed);
   }
   if (w != nullptr) {
     finish_writing(*w);
@@ -971,12 +1045,17 @@ void child_after_fork() noexcept {
       r->state.store(idle, std::memory_order_relaxed);
     }
   }
-  rec.full.store(nullptr, std::memory_order_relaxed);
+  ::new (&rec.queue_lock) spin_mutex;
+  rec.queue_head = rec.queue_tail = nullptr;
+  rec.queued.store(0, std::memory_order_relaxed);
+  rec.next_ticket = 0;
+  rec.written.store(0, std::memory_order_relaxed);
+  ::new (&rec.helper_lock) spin_mutex;
+  helper_state = nullptr;
   rec.free_buffers.reset();
   rec.free_records.reset();
-  ::new (&rec.in_place_lock) spin_mutex;
-  in_place_writer = nullptr;
   rec.writer_running.store(false, std::memory_order_relaxed);
+  rec.writer_waiting.store(0, std::memory_order_relaxed);
   rec.stop.store(false, std::memory_order_relaxed);
   ::close(rec.fd);
   rec.fd = open_own_trace(chosen.trace_path);
@@ -1002,7 +1081,7 @@ void child_after_fork() noexcept {
   }
   // The C library has reset its loader and thread-stack locks before it runs this handler, so the
   // child can start a thread here: its own writer, as the parent has.
-  rec.write_in_place = !start_writer_thread();
+  start_writer_thread();
 }
 
 // The writer starts here, outside any malloc (pthread_create takes locks a malloc caller may hold),
@@ -1045,11 +1124,13 @@ __attribute__((destructor)) void finish_at_exit() noexcept {
     if (b != nullptr) {
       std::memcpy(b->data, r->buf->data, n);
       b->size = n;
-      push_full(b);
+      enqueue(b);
     }
   }
   if (rec.writer_running.load(std::memory_order_acquire)) {
-    rec.stop.store(true, std::memory_order_release);
+    rec.stop.store(true);
+    rec.writer_waiting.store(0);
+    futex_wake(rec.writer_waiting);
     ::pthread_join(rec.writer, nullptr);
   } else if (writer_state* w = make_writer(); w != nullptr) {
     finish_writing(*w);

@@ -8,6 +8,8 @@
 //   fork-sampled a child that allocates now and then for 100 ms and exits; the parent prints its
 //                pid
 //   spawn        runs this program again (`kinds 1`) while recording, and waits for it
+//   many-buffers three threads, each 200,000 mallocs of sizes its own, each block freed at the
+//                thread's next call: more buffers than the writer keeps up with on two cores
 //   short-threads  200 threads one after another, each 100 mallocs and frees (records reused)
 //   busy-at-exit   main exits while a detached thread allocates and frees in a loop
 //   kill         fills several buffers, waits for the writer, then SIGKILLs itself
@@ -160,6 +162,28 @@ void fill_buffers() {
   ::usleep(200 * 1000);
 }
 
+void many_buffers() {
+  constexpr int n = 3;
+  constexpr int calls = 200000;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < n; ++t) {
+    pool.emplace_back([t] {
+      void* previous = nullptr;
+      for (int i = 0; i < calls; ++i) {
+        void* p = std::malloc(static_cast<std::size_t>(16 + t * 8 + i % 64));
+        keep(p);
+        std::free(previous);
+        previous = p;
+      }
+      std::free(previous);
+      keep(nullptr); // so that the free is not a tail call, made from the thread's entry
+    });
+  }
+  for (std::thread& t : pool) {
+    t.join();
+  }
+}
+
 void short_threads() {
   for (int t = 0; t < 200; ++t) {
     std::thread([] {
@@ -234,6 +258,8 @@ int main(int argc, char** argv) {
     ::waitpid(child, &status, 0);
     std::printf("%d\n", static_cast<int>(child));
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+  } else if (mode == "many-buffers") {
+    many_buffers();
   } else if (mode == "short-threads") {
     short_threads();
   } else if (mode == "busy-at-exit") {

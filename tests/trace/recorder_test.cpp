@@ -316,6 +316,34 @@ TEST(Recorder, RecordsThreadsAndCrossThreadFrees) {
   EXPECT_EQ(2000u, p.cross_thread); // the odd blocks, freed by the next thread
 }
 
+// Threads that fill buffers faster than the writer thread compresses them help it, each
+// compressing the oldest waiting buffer, any thread's: the frames still reach the file whole and
+// each thread's in its order (a release names its allocation across frames only then).
+TEST(Recorder, BuffersCompressedOnSeveralThreadsKeepEachThreadsOrder) {
+  const std::string path = trace_path("many-buffers");
+  ASSERT_EQ(0, run({program, "many-buffers"}, "trace:" + path, preload).status);
+  const recorded t = read_trace(path, program);
+  ASSERT_EQ(trace::reader::status::end, t.state) << t.message;
+  std::vector<trace::event> own;
+  std::map<std::uint32_t, std::size_t> mallocs_by_thread;
+  for (const trace::event& e : t.events) {
+    if (t.own(e) && (e.kind == kind::malloc || e.kind == kind::free)) {
+      own.push_back(e);
+      if (e.kind == kind::malloc) {
+        ++mallocs_by_thread[e.thread];
+        EXPECT_LT(e.size, 16u + 3 * 8 + 64) << "an event decoded against another's blocks";
+      }
+    }
+  }
+  ASSERT_EQ(3u, mallocs_by_thread.size());
+  for (const auto& [thread, n] : mallocs_by_thread) {
+    EXPECT_EQ(200000u, n) << "thread " << thread;
+  }
+  const pairing p = pair_blocks(own);
+  EXPECT_EQ(0u, p.unknown);
+  EXPECT_EQ(3u * 200000u, p.releases);
+}
+
 TEST(Recorder, ThreadsOneAfterAnotherReuseRecordsAndStayApart) {
   const std::string path = trace_path("short_threads");
   ASSERT_EQ(0, run({program, "short-threads"}, "trace:" + path, preload).status);
