@@ -77,7 +77,8 @@ trace_size() {
   local events=0 bytes=0 f e b
   for f in "$1" "$1".*; do
     [ -f "$f" ] || continue
-    e=$("${2:-$build}/bench/memkit_trace_stats" "$f" | awk '$1 == "events" { print $2 }')
+    # A trace cut short (a child's _exit while a frame was written) still counts its events.
+    e=$({ "${2:-$build}/bench/memkit_trace_stats" "$f" || true; } | awk '$1 == "events" { print $2 }')
     b=$(stat -c %s "$f")
     events=$((events + e))
     bytes=$((bytes + b))
