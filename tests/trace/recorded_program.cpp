@@ -208,6 +208,14 @@ void busy_at_exit() {
   std::exit(0);
 }
 
+/// Waits for `child`, prints its pid. \returns 0 if it exited with 0, else 1.
+int wait_and_print(pid_t child) {
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  std::printf("%d\n", static_cast<int>(child));
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -227,10 +235,7 @@ int main(int argc, char** argv) {
       std::free(p);
       std::exit(0);
     }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    std::printf("%d\n", static_cast<int>(child));
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+    return wait_and_print(child);
   } else if (mode == "fork-sampled") {
     const pid_t child = ::fork();
     if (child == 0) {
@@ -242,10 +247,7 @@ int main(int argc, char** argv) {
       }
       std::exit(0);
     }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    std::printf("%d\n", static_cast<int>(child));
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+    return wait_and_print(child);
   } else if (mode == "spawn") {
     char kinds[] = "kinds";
     char one[] = "1";
@@ -254,10 +256,7 @@ int main(int argc, char** argv) {
     if (::posix_spawn(&child, argv[0], nullptr, nullptr, args, environ) != 0) {
       return 1;
     }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    std::printf("%d\n", static_cast<int>(child));
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+    return wait_and_print(child);
   } else if (mode == "many-buffers") {
     many_buffers();
   } else if (mode == "short-threads") {

@@ -191,6 +191,15 @@ std::size_t count(const recorded& t, kind k, bool own_only) {
 const std::string program = MEMKIT_TRACE_PROGRAM;
 const std::string preload = MEMKIT_TRACE_PRELOAD;
 
+/// The trace of the process whose pid the program run as `r` printed, recorded beside `path` (as
+/// PATH.<pid>), read and removed.
+recorded read_child_trace(const std::string& path, const run_result& r) {
+  const std::string child_path = path + "." + std::to_string(std::atoi(r.out.c_str()));
+  recorded child = read_trace(child_path, program);
+  std::remove(child_path.c_str());
+  return child;
+}
+
 TEST(Recorder, RecordsEveryEntryPointWithSizesAlignmentsAndSites) {
   const std::string path = trace_path("kinds");
   ASSERT_EQ(0, run({program, "kinds", "10"}, "trace:" + path, preload).status);
@@ -417,9 +426,7 @@ TEST(Recorder, AForkedChildRecordsToItsOwnFile) {
   for (const trace::event& e : parent.events) {
     EXPECT_NE(777777u, e.size) << "the child's malloc is in the parent's trace";
   }
-  const std::string child_path = path + "." + std::to_string(std::atoi(r.out.c_str()));
-  const recorded child = read_trace(child_path, program);
-  std::remove(child_path.c_str());
+  const recorded child = read_child_trace(path, r);
   ASSERT_EQ(trace::reader::status::end, child.state) << child.message;
   EXPECT_EQ(parent.header.pid, child.header.parent_pid);
   EXPECT_EQ(parent.header.start_wall_ns, child.header.start_wall_ns) << "one clock for both";
@@ -446,9 +453,7 @@ TEST(Recorder, AForkedChildHasAWriterThreadOfItsOwn) {
   const std::string path = trace_path("fork-sampled");
   const run_result r = run({program, "fork-sampled"}, "trace:" + path, preload);
   ASSERT_EQ(0, r.status);
-  const std::string child_path = path + "." + std::to_string(std::atoi(r.out.c_str()));
-  const recorded child = read_trace(child_path, program);
-  std::remove(child_path.c_str());
+  const recorded child = read_child_trace(path, r);
   ASSERT_EQ(trace::reader::status::end, child.state) << child.message;
   EXPECT_EQ(20u, count(child, kind::malloc, true));
   EXPECT_GE(count(child, kind::rss_sample, false), 4u) << "the child's 100 ms, sampled";
@@ -458,9 +463,7 @@ TEST(Recorder, AProgramStartedWhileRecordingWritesItsOwnFile) {
   const std::string path = trace_path("spawn");
   const run_result r = run({program, "spawn"}, "trace:" + path, preload);
   ASSERT_EQ(0, r.status);
-  const std::string child_path = path + "." + std::to_string(std::atoi(r.out.c_str()));
-  const recorded child = read_trace(child_path, program);
-  std::remove(child_path.c_str());
+  const recorded child = read_child_trace(path, r);
   ASSERT_EQ(trace::reader::status::end, child.state) << child.message;
   EXPECT_EQ(static_cast<std::uint32_t>(std::atoi(r.out.c_str())), child.header.pid);
   EXPECT_EQ(1u, count(child, kind::operator_delete_array_sized_aligned, true));
