@@ -937,11 +937,10 @@ constexpr std::size_t writer_lead = 1;
 void ship(buffer* b) noexcept {
   const std::size_t waiting = enqueue(b);
   const bool alone = !rec.writer_running.load(std::memory_order_acquire);
-  if (!alone && (waiting <= writer_lead || !rec.helper_lock.try_lock())) {
-    return;
-  }
   if (alone) {
     rec.helper_lock.lock();
+  } else if (waiting <= writer_lead || !rec.helper_lock.try_lock()) {
+    return;
   }
   int cancel = 0;
   ::pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel); // write() is a cancellation point
